@@ -1,0 +1,43 @@
+# The two commands of the README: `make run` and `make test`. Both create .venv/ and install what they need.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+STAMP := $(VENV)/.installed
+SOURCES := pyproject.toml constraints.txt
+
+.PHONY: run test bench lint typecheck install demo clean-data
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python $(SOURCES)
+	@# torch first, pinned, so the CPU build on this disk wins over a CUDA download.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e '.[embeddings,test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	@$(BIN)/python manage.py migrate --no-input -v 0
+	@$(BIN)/python manage.py awp_seed_demo
+	@$(BIN)/python manage.py awp_serve --port $(PORT)
+
+test: $(STAMP)
+	@bash scripts/ensure_chromium.sh
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy awp_site experiments state memory
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+clean-data:
+	rm -rf .awp-data

@@ -1,0 +1,53 @@
+"""The NinjaAPI root: mounts each app's router under /api/v1/ and renders errors with a code and a message."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from awp_site.apierrors import ApiError
+
+api = NinjaAPI(
+    title="AWP Memory & State API",
+    version="1",
+    description="Ingest AWP events, read runs, state and digests, and use an experiment's memory.",
+    docs_url="/docs",
+    urls_namespace="api",
+)
+
+
+@api.exception_handler(ApiError)
+def on_api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
+    return api.create_response(request, exc.body(), status=exc.status)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    body = {"code": "invalid_request", "message": "The request body or parameters are invalid.", "errors": exc.errors}
+    return api.create_response(request, body, status=422)
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    body = {"code": "unauthorized", "message": "Log in or send a valid bearer token (Authorization: Bearer …)."}
+    return api.create_response(request, body, status=401)
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    body = {"code": f"http_{exc.status_code}", "message": str(exc)}
+    return api.create_response(request, body, status=exc.status_code)
+
+
+def _mount_routers() -> None:
+    from experiments.api import router as experiments_router
+    from memory.api import router as memory_router
+    from state.api import router as state_router
+
+    api.add_router("", experiments_router)
+    api.add_router("", state_router)
+    api.add_router("", memory_router)
+
+
+_mount_routers()

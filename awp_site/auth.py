@@ -1,0 +1,95 @@
+"""API authentication: a logged-in session (with CSRF) or a bearer token scoped to one experiment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.security import APIKeyCookie, HttpBearer
+
+from awp_site.apierrors import ApiError
+from awp_site.ratelimit import check_rate
+from experiments.models import ApiToken, Experiment, Membership, role_at_least
+
+# Which membership role a session user needs for what a token scope allows.
+SCOPE_ROLE = {
+    "ingest": Membership.Role.OWNER,
+    "memory:read": Membership.Role.VIEWER,
+    "memory:write": Membership.Role.CURATOR,
+    "review": Membership.Role.CURATOR,
+}
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: a user (session, or a token issued to a user) and/or a token."""
+
+    user: Any
+    token: ApiToken | None
+
+    @property
+    def label(self) -> str:
+        if self.token is not None:
+            return f"token:{self.token.name}"
+        return f"user:{self.user.get_username()}"
+
+
+class BearerToken(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
+        client = request.META.get("REMOTE_ADDR", "?")
+        check_rate(f"token-auth:{client}", limit=600, per_seconds=60)
+        found = (
+            ApiToken.objects.select_related("experiment", "user")
+            .filter(hashed_secret=ApiToken.hash_secret(token), revoked_at__isnull=True)
+            .first()
+        )
+        if found is None:
+            check_rate(f"token-auth-fail:{client}", limit=30, per_seconds=60)
+            return None
+        now = timezone.now()
+        if found.last_used_at is None or now - found.last_used_at > timedelta(seconds=30):
+            ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
+        return Caller(user=found.user, token=found)
+
+
+class SessionUser(APIKeyCookie):
+    """Django's session cookie, with CSRF enforced on unsafe methods (ninja's APIKeyCookie does that)."""
+
+    param_name = "sessionid"
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Caller | None:
+        if request.user.is_authenticated:
+            return Caller(user=request.user, token=None)
+        return None
+
+
+api_auth = [BearerToken(), SessionUser()]
+
+
+def experiment_for(request: HttpRequest, slug: str, *, scope: str) -> Experiment:
+    """The experiment `slug` if the caller may use `scope` on it; raise a specific ApiError otherwise."""
+    caller: Caller = request.auth  # type: ignore[attr-defined]
+    if caller.token is not None:
+        if caller.token.experiment.slug != slug:
+            raise ApiError(403, "token_experiment_mismatch", "This token belongs to another experiment.")
+        if not caller.token.has_scope(scope):
+            raise ApiError(403, "missing_scope", f"This token lacks the '{scope}' scope.")
+        return caller.token.experiment
+    experiment = Experiment.objects.visible_to(caller.user).filter(slug=slug).first()
+    if experiment is None:
+        raise ApiError(404, "experiment_not_found", f"No experiment '{slug}' that you can see.")
+    if not role_at_least(experiment.role_of(caller.user), SCOPE_ROLE[scope]):
+        raise ApiError(403, "forbidden", f"Your role on '{slug}' does not allow '{scope}'.")
+    return experiment
+
+
+def authorize_experiment(request: HttpRequest, experiment: Experiment, *, scope: str) -> Experiment:
+    """Same check as experiment_for, for an experiment already loaded (e.g. through a run id)."""
+    caller: Caller = request.auth  # type: ignore[attr-defined]
+    if caller.token is not None and caller.token.experiment_id != experiment.pk:
+        # A token for another experiment learns nothing about this one's existence.
+        raise ApiError(404, "not_found", "Not found for this token's experiment.")
+    return experiment_for(request, experiment.slug, scope=scope)

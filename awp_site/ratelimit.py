@@ -1,0 +1,39 @@
+"""A small fixed-window rate limiter on Django's cache (per process by default, shared with Redis)."""
+
+from __future__ import annotations
+
+import time
+
+from django.core.cache import cache
+
+from awp_site.apierrors import ApiError
+
+
+class RateLimited(Exception):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"Too many attempts; try again in {retry_after} s.")
+        self.retry_after = retry_after
+
+
+def hit(key: str, *, limit: int, per_seconds: int) -> int | None:
+    """Count one attempt under key; return seconds to wait when over the limit, else None."""
+    window = int(time.time() // per_seconds)
+    cache_key = f"rl:{key}:{window}"
+    if cache.add(cache_key, 1, timeout=per_seconds + 1):
+        count = 1
+    else:
+        try:
+            count = cache.incr(cache_key)
+        except ValueError:
+            cache.set(cache_key, 1, timeout=per_seconds + 1)
+            count = 1
+    if count > limit:
+        return per_seconds - int(time.time() % per_seconds)
+    return None
+
+
+def check_rate(key: str, *, limit: int, per_seconds: int) -> None:
+    """Raise a 429 ApiError when key is over its limit."""
+    wait = hit(key, limit=limit, per_seconds=per_seconds)
+    if wait is not None:
+        raise ApiError(429, "rate_limited", f"Too many requests; try again in {wait} s.", retry_after=wait)

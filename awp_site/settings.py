@@ -1,0 +1,163 @@
+"""One settings module; every knob is an environment variable with a working local default."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from awp_site.db import data_dir, parse_database_url, start_embedded_server
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+AWP_DATA_DIR = data_dir()
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+DEBUG = env_bool("AWP_DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    # A stable per-installation key kept beside the embedded data, so sessions survive restarts.
+    key_file = AWP_DATA_DIR / "secret_key"
+    if not key_file.exists():
+        import secrets
+
+        AWP_DATA_DIR.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    SECRET_KEY = key_file.read_text().strip()
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "experiments",
+    "state",
+    "memory",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "awp_site.middleware.LoginRequiredEverywhere",
+    "awp_site.middleware.SecurityHeaders",
+]
+
+ROOT_URLCONF = "awp_site.urls"
+ASGI_APPLICATION = "awp_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+# Database: DATABASE_URL, else the embedded Postgres 16 + pgvector under AWP_DATA_DIR.
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": parse_database_url(os.environ["DATABASE_URL"])}
+    AWP_DATABASE_MODE = "external"
+else:
+    DATABASES = {"default": start_embedded_server(AWP_DATA_DIR)}
+    AWP_DATABASE_MODE = "embedded"
+DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("CONN_MAX_AGE", "0"))
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Concurrent test processes (helpers, CI retries) must never share a test database.
+DATABASES["default"]["TEST"] = {"NAME": f"test_awp_{os.getpid()}"}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Channel layer: Redis when REDIS_URL is set, else the Postgres LISTEN/NOTIFY layer (crosses processes).
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": os.environ.get("AWP_CHANNEL_LAYER", "channels.layers.InMemoryChannelLayer")}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "experiments:list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = AWP_DATA_DIR / "staticfiles"
+
+# Security: the production posture is the default; AWP_DEBUG / AWP_INSECURE_HTTP relax it for local use.
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+_https = env_bool("AWP_HTTPS", False)
+SESSION_COOKIE_SECURE = _https
+CSRF_COOKIE_SECURE = _https
+SECURE_SSL_REDIRECT = _https and env_bool("AWP_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = int(os.environ.get("AWP_HSTS_SECONDS", "31536000" if _https else "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _https
+SECURE_HSTS_PRELOAD = _https
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("AWP_BEHIND_PROXY", False) else None
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AWP_MAX_BODY_BYTES", str(32 * 1024 * 1024)))
+
+# Product knobs.
+AWP_INGEST_MAX_BATCH = int(os.environ.get("AWP_INGEST_MAX_BATCH", "5000"))
+AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
+AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
+AWP_SENSITIVE_FIELDS = env_list(
+    "AWP_SENSITIVE_FIELDS", "api_key,apikey,password,passwd,secret,token,authorization,credentials,private_key"
+)
+AWP_DEMO_DIR = AWP_DATA_DIR / "demo"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"redact": {"()": "awp_site.logging.RedactingFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "stream": sys.stderr, "filters": ["redact"]}},
+    "root": {"handlers": ["console"], "level": os.environ.get("AWP_LOG_LEVEL", "WARNING")},
+}

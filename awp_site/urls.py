@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from awp_site import views
+from awp_site.api import api
+
+urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),
+    path("login/", views.RateLimitedLoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
+    path("", include("experiments.urls")),
+    path("", include("state.urls")),
+    path("", include("memory.urls")),
+]

@@ -1,0 +1,275 @@
+"""Experiment → Task → Run, the append-only ledger of events, and who may see what."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+
+class ExperimentQuerySet(models.QuerySet["Experiment"]):
+    def visible_to(self, user: Any) -> ExperimentQuerySet:
+        """Experiments the user is a member of (staff see all)."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_staff:
+            return self
+        return self.filter(memberships__user=user).distinct()
+
+
+class Experiment(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        RUNNING = "running"
+        COMPLETE = "complete"
+        PARTIAL = "partial"
+        FAILED = "failed"
+        ARCHIVED = "archived"
+
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    external_id = models.CharField(max_length=64, blank=True, help_text="AWP experiment id (exp_…) when imported")
+    goal = models.TextField(blank=True)
+    hypothesis = models.TextField(blank=True)
+    description = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    protocol_yaml = models.TextField(blank=True, help_text="workflow.awp.yaml text")
+    protocol = models.JSONField(default=dict, blank=True, help_text="parsed protocol_yaml")
+    workspace_path = models.CharField(max_length=1000, blank=True, help_text="AWP workflow dir for write-back")
+    writeback_enabled = models.BooleanField(default=False)
+    review_quorum = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ExperimentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("experiments:detail", args=[self.slug])
+
+    def role_of(self, user: Any) -> str | None:
+        """The user's role here: owner for staff, else their membership role, else None."""
+        if not user.is_authenticated:
+            return None
+        if user.is_staff:
+            return Membership.Role.OWNER
+        membership = self.memberships.filter(user=user).only("role").first()
+        return membership.role if membership else None
+
+    @property
+    def state_config(self) -> dict[str, Any]:
+        return dict(self.protocol.get("state") or {})
+
+    @property
+    def memory_config(self) -> dict[str, Any]:
+        return dict(self.protocol.get("memory") or {})
+
+
+class Task(models.Model):
+    class Mode(models.TextChoices):
+        SEED = "seed"
+        CONTINUATION = "continuation"
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="tasks")
+    number = models.PositiveIntegerField()
+    slug = models.CharField(max_length=200)
+    external_id = models.CharField(max_length=200, blank=True, help_text="AWP task id NNN-slug")
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.SEED)
+    prompt = models.TextField(blank=True)
+    feedback = models.TextField(blank=True)
+    inputs = models.JSONField(default=list, blank=True)
+    best_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    best_reason = models.CharField(max_length=32, blank=True)
+    best_loss = models.FloatField(null=True, blank=True)
+    best_manifest = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["experiment", "number"]
+        constraints = [models.UniqueConstraint(fields=["experiment", "number"], name="task_number_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.number:03d}-{self.slug}"
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def live(self) -> RunQuerySet:
+        return self.filter(status=Run.Status.RUNNING)
+
+    def roots(self) -> RunQuerySet:
+        return self.filter(parent__isnull=True)
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        COMPLETE = "complete"
+        PARTIAL = "partial"
+        FAILED = "failed"
+        ABORTED = "aborted"
+        ERROR = "error"
+        STOPPED = "stopped"
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    run_id = models.CharField(max_length=200, help_text="the runtime's run id")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    depth = models.PositiveSmallIntegerField(default=0)
+    parent_worker = models.CharField(max_length=200, blank=True)
+    role = models.CharField(max_length=32, blank=True, help_text="seed | refine_iter | optimize_epoch_run | submanager")
+    engine = models.CharField(max_length=32, blank=True, help_text="delegation_loop | dag | api")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    reason = models.CharField(max_length=200, blank=True)
+    task_text = models.TextField(blank=True)
+    models_used = models.JSONField(default=dict, blank=True)
+    budget = models.JSONField(default=dict, blank=True, help_text="max budget from run_manifest")
+    budget_used = models.JSONField(default=dict, blank=True, help_text="latest budget snapshot")
+    loss = models.FloatField(null=True, blank=True)
+    iterations = models.PositiveIntegerField(default=0)
+    source_path = models.CharField(max_length=1000, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    last_seq = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["experiment", "run_id"], name="run_id_unique_per_experiment")]
+        indexes = [models.Index(fields=["experiment", "status"]), models.Index(fields=["run_id"])]
+
+    def __str__(self) -> str:
+        return self.run_id
+
+    def get_absolute_url(self) -> str:
+        return reverse("experiments:run-detail", args=[self.experiment.slug, self.pk])
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status != Run.Status.RUNNING
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if not self.started_at:
+            return None
+        end = self.ended_at or timezone.now()
+        return (end - self.started_at).total_seconds()
+
+
+class Event(models.Model):
+    """One row of the append-only ledger; UPDATE and DELETE are refused by a database trigger."""
+
+    run = models.ForeignKey(Run, on_delete=models.DO_NOTHING, related_name="events", db_constraint=True)
+    seq = models.BigIntegerField()
+    kind = models.CharField(max_length=64)
+    agent_id = models.CharField(max_length=200, blank=True)
+    iteration = models.IntegerField(null=True, blank=True)
+    depth = models.SmallIntegerField(default=0)
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField(default=timezone.now)
+    payload = models.JSONField(default=dict)
+    dedupe_key = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="event_run_seq_unique"),
+            models.UniqueConstraint(fields=["run", "dedupe_key"], name="event_run_dedupe_unique"),
+        ]
+        indexes = [models.Index(fields=["run", "kind", "seq"])]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.kind}"
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        VIEWER = "viewer"
+        CURATOR = "curator"
+        OWNER = "owner"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "experiment"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.role} of {self.experiment}"
+
+
+ROLE_RANK = {Membership.Role.VIEWER: 1, Membership.Role.CURATOR: 2, Membership.Role.OWNER: 3}
+
+
+def role_at_least(role: str | None, needed: str) -> bool:
+    """Whether role grants what needed grants (owner ⊇ curator ⊇ viewer)."""
+    return role is not None and ROLE_RANK.get(role, 0) >= ROLE_RANK[needed]
+
+
+class ApiToken(models.Model):
+    """A bearer token for one experiment; only a SHA-256 of the secret is stored."""
+
+    SCOPES = ("ingest", "memory:read", "memory:write", "review")
+    PREFIX = "awp_"
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="tokens")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
+    name = models.CharField(max_length=100)
+    key_prefix = models.CharField(max_length=16, help_text="first characters, to recognise a token")
+    hashed_secret = models.CharField(max_length=64, unique=True)
+    scopes = ArrayField(models.CharField(max_length=32), default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.key_prefix}…)"
+
+    @staticmethod
+    def hash_secret(secret: str) -> str:
+        # Secrets are 256 random bits, so a plain SHA-256 is enough (no password stretching needed).
+        return hashlib.sha256(secret.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, *, experiment: Experiment, name: str, scopes: list[str], user: Any = None) -> tuple[ApiToken, str]:
+        """Create a token and return it with its secret, which is never stored."""
+        unknown = sorted(set(scopes) - set(cls.SCOPES))
+        if unknown:
+            raise ValueError(f"unknown scope(s): {', '.join(unknown)}; choose from {', '.join(cls.SCOPES)}")
+        secret = cls.PREFIX + secrets.token_urlsafe(32)
+        token = cls.objects.create(
+            experiment=experiment,
+            user=user,
+            name=name,
+            key_prefix=secret[:10],
+            hashed_secret=cls.hash_secret(secret),
+            scopes=sorted(set(scopes)),
+        )
+        return token, secret
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes

@@ -1,0 +1,1 @@
+"""Memory models: filled by the memory capability."""

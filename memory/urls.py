@@ -1,0 +1,10 @@
+from django.urls import path
+
+from memory import views
+
+app_name = "memory"
+
+urlpatterns = [
+    path("experiments/<slug:slug>/memory/", views.memory_tab, name="tab"),
+    path("experiments/<slug:slug>/review/", views.review_tab, name="review"),
+]

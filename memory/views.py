@@ -1,0 +1,22 @@
+"""Memory tab and Review tab (the memory and curation capabilities fill them)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from experiments.access import experiment_view
+from experiments.models import Experiment
+from experiments.views import render_tab
+
+
+@require_GET
+@experiment_view()
+def memory_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    return render_tab(request, "memory/memory_tab.html", {"experiment": experiment, "tab": "memory"})
+
+
+@require_GET
+@experiment_view()
+def review_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    return render_tab(request, "memory/review_tab.html", {"experiment": experiment, "tab": "review"})

@@ -1,0 +1,1 @@
+"""State models: filled by the state capability."""

@@ -1,0 +1,4 @@
+
+app_name = "state"
+
+urlpatterns: list = []

@@ -1,0 +1,165 @@
+"""Shared fixtures: real Postgres (embedded pgserver, a fresh database per run), a live ASGI server, Chromium."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from tests.factories import PASSWORD, make_experiment, make_member
+
+# Playwright's sync API keeps an event loop on the main thread; the ORM calls of the test body are still sync.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_database_url() -> str:
+    """A libpq URL for the test database, for subprocesses (daphne, management commands, the runtime)."""
+    from django.db import connection
+
+    from awp_site.db import embedded_url
+
+    return embedded_url(connection.settings_dict, connection.settings_dict["NAME"])
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """Environment for a child process that must see the test database."""
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env.update({"DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "awp_site.settings", "PYTHONUNBUFFERED": "1"})
+    env.update(extra)
+    return env
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early with {proc.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
+
+
+class AsgiServer:
+    """A daphne process on a loopback port serving the test database; restartable (for reconnect tests)."""
+
+    def __init__(self, env: dict[str, str], port: int | None = None) -> None:
+        self.env, self.port = env, port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(f"/tmp/awp-test-daphne-{self.port}.log")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> AsgiServer:
+        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "awp_site.asgi:application"]
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        wait_for_port(self.port, self.proc)
+        return self
+
+    def stop(self, sig: int = 15) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def live_server_factory(transactional_db: None) -> Iterator[type[AsgiServer]]:
+    """Start daphne processes against the test database; all are stopped at the end of the test."""
+    servers: list[AsgiServer] = []
+
+    def start(port: int | None = None, **env: str) -> AsgiServer:
+        server = AsgiServer(subprocess_env(**env), port=port).start()
+        servers.append(server)
+        return server
+
+    yield start  # type: ignore[misc]
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def asgi_server(live_server_factory) -> AsgiServer:  # type: ignore[no-untyped-def]
+    return live_server_factory()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is missing: run `make test` (it installs it) or apt-get install chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):  # type: ignore[no-untyped-def]
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+def login(page, server: AsgiServer, username: str, password: str = PASSWORD) -> None:  # type: ignore[no-untyped-def]
+    """Log a Playwright page in through the real login form."""
+    page.goto(f"{server.url}/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{server.url}/")
+
+
+@pytest.fixture
+def experiment(db):  # type: ignore[no-untyped-def]
+    return make_experiment()
+
+
+@pytest.fixture
+def owner(experiment):  # type: ignore[no-untyped-def]
+    return make_member(experiment, "owner")
+
+
+@pytest.fixture
+def curator(experiment):  # type: ignore[no-untyped-def]
+    return make_member(experiment, "curator")
+
+
+@pytest.fixture
+def viewer(experiment):  # type: ignore[no-untyped-def]
+    return make_member(experiment, "viewer")
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.PASSWORD_HASHERS = ["tests.hashers.FastPBKDF2PasswordHasher"]
+
+
+assert settings.DATABASES["default"]["ENGINE"].endswith("postgresql"), "tests run on Postgres only"
