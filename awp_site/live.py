@@ -1,14 +1,72 @@
-"""Announce ledger progress to live pages: 'run R reached seq N' (notify, then read)."""
+"""Live updates, notify-then-read: ingest announces 'run R reached seq N'; consumers read rows and render.
+
+The live capability implements the transport (channel layer groups, consumers). Apps contribute what a
+live page shows by registering fragment renderers: functions returning htmx out-of-band HTML strings
+(`<tr id=… hx-swap-oob="beforeend:#timeline-rows">…`), rendered with the same partials as the pages and
+redacted for the viewer.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from experiments.models import Event, Experiment, Run
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who a fragment is rendered for: templates decide what to show, redaction what to mask."""
+
+    user: Any
+    role: str  # viewer | curator | owner
+    reveal_sensitive: bool = False
+
+
+# renderer(run, new_events, viewer) -> OOB fragments for a run page (timeline rows, header, board, digests, state)
+RunFragmentRenderer = Callable[["Run", list["Event"], Viewer], list[str]]
+# renderer(experiment, viewer, changed_run_ids) -> OOB fragments for experiment pages and the list (badges, status dots)
+ExperimentFragmentRenderer = Callable[["Experiment", Viewer, list[int]], list[str]]
+
+_RUN_RENDERERS: list[tuple[str, RunFragmentRenderer]] = []
+_EXPERIMENT_RENDERERS: list[tuple[str, ExperimentFragmentRenderer]] = []
+
+
+def register_run_fragment(name: str, renderer: RunFragmentRenderer) -> None:
+    """Add a renderer of run-page fragments (idempotent by name)."""
+    if all(existing != name for existing, _ in _RUN_RENDERERS):
+        _RUN_RENDERERS.append((name, renderer))
+
+
+def register_experiment_fragment(name: str, renderer: ExperimentFragmentRenderer) -> None:
+    """Add a renderer of experiment-page fragments (idempotent by name)."""
+    if all(existing != name for existing, _ in _EXPERIMENT_RENDERERS):
+        _EXPERIMENT_RENDERERS.append((name, renderer))
+
+
+def render_run_fragments(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
+    """All registered run fragments for these new events, in registration order."""
+    out: list[str] = []
+    for _, renderer in _RUN_RENDERERS:
+        out.extend(renderer(run, events, viewer))
+    return out
+
+
+def render_experiment_fragments(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
+    out: list[str] = []
+    for _, renderer in _EXPERIMENT_RENDERERS:
+        out.extend(renderer(experiment, viewer, changed_run_ids))
+    return out
 
 
 def announce_run_advanced(*, run_id: int, experiment_id: int, seq: int) -> None:
     """Tell open pages that run `run_id` has events up to `seq`. Call from transaction.on_commit."""
-    # Filled by the live capability; ingest already calls it after every commit.
+    # The live capability replaces this body with a channel-layer group_send.
     return None
 
 
 def announce_experiment_changed(*, experiment_id: int, what: str) -> None:
-    """Tell open experiment pages that something other than a run's ledger changed (e.g. the review badge)."""
+    """Tell open experiment pages that something besides a run's ledger changed (e.g. the review badge)."""
     return None

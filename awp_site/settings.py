@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "experiments",
     "state",
     "memory",
+    "memory.curation",
 ]
 
 MIDDLEWARE = [

@@ -14,4 +14,5 @@ urlpatterns = [
     path("", include("experiments.urls")),
     path("", include("state.urls")),
     path("", include("memory.urls")),
+    path("", include("memory.curation.urls")),
 ]

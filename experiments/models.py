@@ -273,3 +273,50 @@ class ApiToken(models.Model):
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
+
+
+class BoardPost(models.Model):
+    """A blackboard entry (projection of a board.post event); one board per manager run."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="board_posts")
+    seq = models.BigIntegerField(help_text="ledger seq of the board.post event")
+    entry_id = models.CharField(max_length=200, help_text="the runtime's entry id")
+    ts = models.FloatField(help_text="epoch seconds as the runtime wrote them")
+    posted_at = models.DateTimeField()
+    topic = models.CharField(max_length=300)
+    worker_id = models.CharField(max_length=200, blank=True)
+    payload = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "entry_id"], name="board_entry_unique_per_run")]
+        indexes = [models.Index(fields=["run", "topic"]), models.Index(fields=["run", "ts"])]
+
+    def __str__(self) -> str:
+        return f"[{self.topic}] {self.worker_id}"
+
+
+class Digest(models.Model):
+    """A hierarchical context digest, content-addressed; children resolve by SHA across the experiment's runs."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="digests")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="digests")
+    sha = models.CharField(max_length=64)
+    run_ref = models.CharField(max_length=200, help_text="run_id inside the record")
+    iteration = models.IntegerField(default=0)
+    goal = models.TextField(blank=True)
+    key_facts = models.JSONField(default=list)
+    open_questions = models.JSONField(default=list)
+    confidence_trend = models.JSONField(default=list)
+    child_digest_hashes = models.JSONField(default=list)
+    record = models.JSONField(default=dict, help_text="the record exactly as hashed")
+    seq = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "iteration"]
+        constraints = [models.UniqueConstraint(fields=["experiment", "sha"], name="digest_sha_unique_per_experiment")]
+        indexes = [models.Index(fields=["sha"]), models.Index(fields=["experiment", "run_ref"])]
+
+    def __str__(self) -> str:
+        return self.sha[:12]

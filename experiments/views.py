@@ -29,11 +29,9 @@ def render_tab(request: HttpRequest, template: str, context: dict[str, Any]) -> 
 
 
 def pending_proposals(experiment: Experiment) -> int:
-    """Pending review items for the badge (0 until the curation app is installed)."""
-    try:
-        from memory.curation_badge import pending_count
-    except ImportError:
-        return 0
+    """Pending review items for the experiment's Review badge."""
+    from memory.curation.badge import pending_count
+
     return pending_count(experiment)
 
 

@@ -6,5 +6,4 @@ app_name = "memory"
 
 urlpatterns = [
     path("experiments/<slug:slug>/memory/", views.memory_tab, name="tab"),
-    path("experiments/<slug:slug>/review/", views.review_tab, name="review"),
 ]

@@ -1,4 +1,4 @@
-"""Memory tab and Review tab (the memory and curation capabilities fill them)."""
+"""The Memory tab (the memory capability fills it)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,3 @@ from experiments.views import render_tab
 @experiment_view()
 def memory_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     return render_tab(request, "memory/memory_tab.html", {"experiment": experiment, "tab": "memory"})
-
-
-@require_GET
-@experiment_view()
-def review_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    return render_tab(request, "memory/review_tab.html", {"experiment": experiment, "tab": "review"})

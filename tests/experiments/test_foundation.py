@@ -51,7 +51,7 @@ def test_anonymous_request_to_a_page_redirects_to_login(client, name):
 
 
 def test_anonymous_request_to_an_experiment_tab_redirects_to_login(client, experiment):
-    for name in ["experiments:protocol", "experiments:runs", "memory:tab", "memory:review"]:
+    for name in ["experiments:protocol", "experiments:runs", "memory:tab", "curation:review"]:
         response = client.get(reverse(name, args=[experiment.slug]))
         assert response.status_code == 302, name
         assert response["Location"].startswith("/login/"), name
@@ -87,7 +87,7 @@ def test_owner_edits_the_protocol_and_yaml_errors_show_the_line(client, experime
 def test_member_of_one_experiment_gets_404_for_another(client, experiment, owner):
     other = make_experiment()
     client.login(username=owner.username, password=PASSWORD)
-    for name in ["experiments:protocol", "experiments:runs", "memory:tab", "memory:review"]:
+    for name in ["experiments:protocol", "experiments:runs", "memory:tab", "curation:review"]:
         assert client.get(reverse(name, args=[other.slug])).status_code == 404, name
 
 

@@ -1,0 +1,101 @@
+"""Projectors and workspace-file handlers: how other apps hook into the one ingest path.
+
+Projectors turn freshly appended ledger events into rows of other tables. Each app registers its
+projectors in its AppConfig.ready(); `ingest.append_events` calls them inside the same transaction as the
+ledger insert, with only the events that were new (a replay projects nothing). A projector must be
+deterministic given the ledger, so projections can be rebuilt from it.
+
+`ctx.strict` is True for pushed events (the API can refuse them: raise IngestRefused) and False for
+events read from AWP folders (they already happened: record a violation on the run instead).
+
+Workspace-file handlers receive files that are not run events (MEMORY.md, daily logs, the runtime's
+curated memory/{tools,facts,antipatterns}) after the importer has stored them raw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from experiments.models import Event, Experiment, Run
+
+
+class IngestRefused(Exception):
+    """A projector's refusal of a pushed event: rolls the whole batch back; the API answers 422 with `code`."""
+
+    def __init__(self, code: str, message: str, *, dedupe_key: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.dedupe_key = code, message, dedupe_key
+
+
+@dataclass(frozen=True)
+class ProjectionContext:
+    strict: bool = False
+    source: str = "api"  # "api" | "watcher" | "import" | "rebuild"
+
+
+Projector = Callable[["Run", list["Event"], ProjectionContext], None]
+
+# (kind prefix, projector, name); a prefix "board." matches "board.post", "" matches everything.
+_PROJECTORS: list[tuple[str, Projector, str]] = []
+
+
+def register_projector(prefix: str, projector: Projector, *, name: str | None = None) -> None:
+    """Register `projector` for events whose kind starts with `prefix` (idempotent by name)."""
+    label = name or f"{projector.__module__}.{projector.__qualname__}"
+    if any(existing == label for _, _, existing in _PROJECTORS):
+        return
+    _PROJECTORS.append((prefix, projector, label))
+
+
+def project(run: Run, events: Iterable[Event], ctx: ProjectionContext) -> None:
+    """Hand each registered projector the events (in seq order) whose kind matches its prefix."""
+    ordered = sorted(events, key=lambda event: event.seq)
+    if not ordered:
+        return
+    for prefix, projector, _ in _PROJECTORS:
+        matching = [event for event in ordered if event.kind.startswith(prefix)]
+        if matching:
+            projector(run, matching, ctx)
+
+
+def registered() -> list[str]:
+    """Names of the registered projectors, for the admin and tests."""
+    return [name for _, _, name in _PROJECTORS]
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    """A memory file found in an AWP workflow folder.
+
+    kind: "long_term" (workspace/MEMORY.md), "daily" (workspace/memory/YYYY-MM-DD.md),
+    "tool" | "fact" | "antipattern" (the runtime curator's memory/<kind>s/*.md).
+    """
+
+    kind: str
+    relpath: str
+    content: str
+    sha256: str
+    workflow_dir: str
+    run: Any = None  # the Run it belongs to when known
+
+
+WorkspaceFileHandler = Callable[["Experiment", WorkspaceFile], None]
+_FILE_HANDLERS: dict[str, list[WorkspaceFileHandler]] = {}
+
+
+def register_file_handler(kind: str, handler: WorkspaceFileHandler) -> None:
+    """Register a handler for workspace files of `kind` (idempotent)."""
+    handlers = _FILE_HANDLERS.setdefault(kind, [])
+    if handler not in handlers:
+        handlers.append(handler)
+
+
+def handle_workspace_file(experiment: Experiment, file: WorkspaceFile) -> int:
+    """Give a newly seen (or changed) workspace file to its handlers; returns how many handled it."""
+    handlers = _FILE_HANDLERS.get(file.kind, [])
+    for handler in handlers:
+        handler(experiment, file)
+    return len(handlers)

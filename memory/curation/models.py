@@ -1,0 +1,1 @@
+"""Curation models: proposals, evidence, votes, promoted facts (filled by the curation capability)."""

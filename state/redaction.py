@@ -1,0 +1,35 @@
+"""Redaction of sensitive fields (R14), pure: JSON in, JSON out, at any depth of nesting."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+REDACTED = "[redacted]"
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def normalise_key(key: str) -> str:
+    """apiKey, Api-Key and API_KEY all become api_key."""
+    return _CAMEL.sub("_", key).lower().replace("-", "_").replace(" ", "_")
+
+
+def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
+    """A key is sensitive when its words contain a sensitive name: openai_api_key yes, max_tokens no."""
+    name = f"_{normalise_key(key)}_"
+    return any(f"_{word}_" in name for word in sensitive)
+
+
+def sensitive_set(names: Iterable[str]) -> frozenset[str]:
+    """Normalise a list of sensitive field names for `redact`."""
+    return frozenset(normalise_key(name) for name in names if name)
+
+
+def redact(value: Any, sensitive: frozenset[str]) -> Any:
+    """Return a copy of `value` with the value of every sensitive key replaced by REDACTED."""
+    if isinstance(value, dict):
+        return {k: (REDACTED if is_sensitive(str(k), sensitive) else redact(v, sensitive)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(item, sensitive) for item in value]
+    return value

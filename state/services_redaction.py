@@ -1,0 +1,21 @@
+"""Which fields are sensitive for an experiment: its protocol's sensitive_fields plus the global list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from state.redaction import redact, sensitive_set
+
+
+def sensitive_fields_for(experiment: Any) -> frozenset[str]:
+    """The experiment's protocol `state.sharing.sensitive_fields` plus settings.AWP_SENSITIVE_FIELDS."""
+    sharing = (experiment.protocol.get("state") or {}).get("sharing") or {}
+    names = list(sharing.get("sensitive_fields") or []) + list((experiment.protocol.get("security") or {}).get("sensitive_fields") or [])
+    return sensitive_set([*names, *settings.AWP_SENSITIVE_FIELDS])
+
+
+def redact_for(experiment: Any, value: Any) -> Any:
+    """Redact `value` with the experiment's sensitive fields (what every way out must call)."""
+    return redact(value, sensitive_fields_for(experiment))
