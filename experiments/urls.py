@@ -11,4 +11,9 @@ urlpatterns = [
     path("experiments/<slug:slug>/protocol/", views.protocol_tab, name="protocol"),
     path("experiments/<slug:slug>/runs/", views.runs_tab, name="runs"),
     path("experiments/<slug:slug>/runs/<int:pk>/", views.run_detail, name="run-detail"),
+    # Placeholders until the ingest capability gives each run tab its own view.
+    path("experiments/<slug:slug>/runs/<int:pk>/iterations/", views.run_detail, name="run-iterations"),
+    path("experiments/<slug:slug>/runs/<int:pk>/board/", views.run_detail, name="run-board"),
+    path("experiments/<slug:slug>/runs/<int:pk>/digests/", views.run_detail, name="run-digests"),
+    path("experiments/<slug:slug>/runs/<int:pk>/problems/", views.run_detail, name="run-problems"),
 ]

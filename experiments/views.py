@@ -124,4 +124,4 @@ def run_detail(request: HttpRequest, experiment: Experiment, pk: int) -> HttpRes
     from django.shortcuts import get_object_or_404
 
     run = get_object_or_404(experiment.runs, pk=pk)
-    return render(request, "experiments/run_detail.html", {"experiment": experiment, "run": run})
+    return render(request, "experiments/run_detail.html", {"experiment": experiment, "run": run, "run_tab": "timeline"})

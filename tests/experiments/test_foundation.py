@@ -129,3 +129,10 @@ def test_login_is_rate_limited(client):
     make_member(make_experiment(), user=None)
     statuses = [client.post("/login/", {"username": "nobody", "password": "wrong"}).status_code for _ in range(12)]
     assert statuses[0] == 200 and statuses[-1] == 429
+
+
+def test_run_page_renders_with_its_tabs(client, experiment, viewer):
+    run = make_run(experiment)
+    client.login(username=viewer.username, password=PASSWORD)
+    body = client.get(run.get_absolute_url()).content.decode()
+    assert run.run_id in body and "Blackboard" in body and "State" in body
