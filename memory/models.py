@@ -1,10 +1,11 @@
-"""Memory models: long-term MEMORY.md versions (more tiers are added by the memory capability)."""
+"""Memory models: long-term MEMORY.md versions, working entries, notes, searchable chunks, the access audit."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
 
 from experiments.models import Experiment
 
@@ -35,3 +36,149 @@ class MemoryDocument(models.Model):
 
     def __str__(self) -> str:
         return f"{self.experiment.slug} MEMORY.md v{self.version}"
+
+
+class MemoryEntryQuerySet(models.QuerySet["MemoryEntry"]):
+    def visible(self, *, include_archived: bool = False) -> MemoryEntryQuerySet:
+        """Entries shown by default: archived ones (past retention) are kept but hidden."""
+        return self if include_archived else self.filter(is_archived=False)
+
+
+class MemoryEntry(models.Model):
+    """One entry of the working tier (a daily log `workspace/memory/YYYY-MM-DD.md`); entries are only appended."""
+
+    class Source(models.TextChoices):
+        IMPORT = "import"  # read from a workspace daily log file
+        API = "api"  # memory.write target=daily through the memory API
+        AUTO = "auto"  # auto-logged from an ingested worker result
+        EVENT = "event"  # a pushed memory.write event
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="memory_entries")
+    day = models.DateField()
+    time = models.TimeField(null=True, blank=True)
+    agent_id = models.CharField(max_length=200, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    content = models.TextField()
+    run = models.ForeignKey("experiments.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
+    source_ref = models.CharField(max_length=500, blank=True, help_text="file path or event reference")
+    dedupe_key = models.CharField(max_length=300)
+    is_archived = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = MemoryEntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["experiment", "day", "time", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["experiment", "dedupe_key"], name="memory_entry_dedupe_unique"),
+        ]
+        indexes = [models.Index(fields=["experiment", "day"]), models.Index(fields=["experiment", "agent_id"])]
+        verbose_name_plural = "memory entries"
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.time or ''} {self.agent_id}".strip()
+
+
+class Note(models.Model):
+    """A short-term note by a person; only its author edits it."""
+
+    class Kind(models.TextChoices):
+        NOTE = "note"
+        OBSERVATION = "observation"
+        FINDING = "finding"
+        DECISION = "decision"
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="memory_notes")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_notes")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.NOTE)
+    content = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["experiment", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.author_id}"
+
+    def is_editable_by(self, user: object) -> bool:
+        return getattr(user, "pk", None) == self.author_id
+
+
+EMBEDDING_DIMENSIONS = 384
+
+
+class MemoryChunkQuerySet(models.QuerySet["MemoryChunk"]):
+    def pending(self, model_name: str) -> MemoryChunkQuerySet:
+        """Chunks without a vector of `model_name` (never embedded, or embedded by another model)."""
+        return self.filter(models.Q(embedding__isnull=True) | ~models.Q(model_name=model_name))
+
+    def of_model(self, model_name: str) -> MemoryChunkQuerySet:
+        """Only vectors of one model: two models' vector spaces are never compared."""
+        return self.filter(model_name=model_name, embedding__isnull=False)
+
+
+class MemoryChunk(models.Model):
+    """A searchable piece of one experiment's memory (any tier), with its embedding once embedded."""
+
+    class Tier(models.TextChoices):
+        LONG_TERM = "long_term"
+        WORKING = "working"
+        EPISODIC = "episodic"
+        NOTES = "notes"
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="memory_chunks")
+    tier = models.CharField(max_length=16, choices=Tier.choices)
+    ref_key = models.CharField(max_length=300, help_text="what the chunk was cut from, unique per experiment")
+    source = models.CharField(max_length=500, help_text="where a reader finds it (file, version, run)")
+    content = models.TextField()
+    agent_id = models.CharField(max_length=200, blank=True)
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    is_archived = models.BooleanField(default=False)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    model_name = models.CharField(max_length=200, blank=True)
+    embedded_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = MemoryChunkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["experiment", "pk"]
+        constraints = [models.UniqueConstraint(fields=["experiment", "ref_key"], name="memory_chunk_ref_unique")]
+        indexes = [
+            models.Index(fields=["experiment", "tier"]),
+            models.Index(fields=["model_name"]),
+            HnswIndex(
+                name="memory_chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tier}:{self.ref_key}"
+
+
+class AccessAudit(models.Model):
+    """Every memory write and every denied memory call, for the Memory tab's audit list."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="memory_audits")
+    agent_id = models.CharField(max_length=200, blank=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    token = models.ForeignKey("experiments.ApiToken", null=True, blank=True, on_delete=models.SET_NULL)
+    tier = models.CharField(max_length=16)
+    action = models.CharField(max_length=16, help_text="read | write | search")
+    allowed = models.BooleanField()
+    detail = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["experiment", "-created_at"]
+        indexes = [models.Index(fields=["experiment", "-created_at"])]
+
+    def __str__(self) -> str:
+        verdict = "allowed" if self.allowed else "denied"
+        return f"{self.action} {self.tier} by {self.agent_id or self.user_id}: {verdict}"
