@@ -15,6 +15,9 @@ from django.conf import settings
 
 from tests.factories import PASSWORD, make_experiment, make_member
 
+# The real-runtime harness (FakeLLM, fake_llm fixture) is available to every test module.
+pytest_plugins = ["tests.awp_runtime"]
+
 # Playwright's sync API keeps an event loop on the main thread; the ORM calls of the test body are still sync.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
