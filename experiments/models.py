@@ -320,3 +320,70 @@ class Digest(models.Model):
 
     def __str__(self) -> str:
         return self.sha[:12]
+
+
+class IngestProblem(models.Model):
+    """Something in an AWP folder or a pushed batch that could not be ingested; the rest still went in."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="ingest_problems")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="ingest_problems")
+    path = models.CharField(max_length=1000, help_text="file path relative to the imported folder")
+    line = models.IntegerField(null=True, blank=True)
+    offset = models.BigIntegerField(null=True, blank=True, help_text="byte offset of the line in a JSONL file")
+    code = models.CharField(max_length=64)
+    message = models.TextField()
+    dedupe_key = models.CharField(max_length=1200, help_text="so a re-import records a problem once")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["experiment", "dedupe_key"], name="ingest_problem_unique")]
+        indexes = [models.Index(fields=["run", "created_at"]), models.Index(fields=["code"])]
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.path}"
+
+
+class IngestCursor(models.Model):
+    """How far a file has been ingested: byte offset for JSONL, content SHA for JSON; a restart resumes here."""
+
+    path = models.CharField(max_length=1500, unique=True, help_text="absolute file path")
+    folder = models.CharField(max_length=1000, help_text="the watched/imported folder")
+    offset = models.BigIntegerField(default=0)
+    generation = models.IntegerField(default=0, help_text="bumped when a JSONL file was truncated in place")
+    content_sha = models.CharField(max_length=64, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["folder"])]
+
+    def __str__(self) -> str:
+        return f"{self.path} @{self.offset}"
+
+
+class WorkspaceFile(models.Model):
+    """A workspace memory file stored raw (one row per distinct content), before the memory app interprets it."""
+
+    class Kind(models.TextChoices):
+        LONG_TERM = "long_term"
+        DAILY = "daily"
+        TOOL = "tool"
+        FACT = "fact"
+        ANTIPATTERN = "antipattern"
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="workspace_files")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    relpath = models.CharField(max_length=1000)
+    sha256 = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    content = models.TextField()
+    workflow_dir = models.CharField(max_length=1000, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["relpath", "-created_at"]
+        constraints = [models.UniqueConstraint(fields=["experiment", "relpath", "sha256"], name="workspace_file_unique")]
+        indexes = [models.Index(fields=["experiment", "kind"])]
+
+    def __str__(self) -> str:
+        return self.relpath
