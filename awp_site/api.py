@@ -5,10 +5,23 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 
 from awp_site.apierrors import ApiError
 
+
+class GuardedJsonParser(Parser):
+    """ninja's JSON parser, with absurd nesting answered as a 400 instead of a RecursionError (500)."""
+
+    def parse_body(self, request: HttpRequest):  # type: ignore[no-untyped-def]
+        try:
+            return super().parse_body(request)
+        except RecursionError:
+            raise ApiError(400, "json_too_deep", "The JSON body nests too deeply to be accepted.") from None
+
+
 api = NinjaAPI(
+    parser=GuardedJsonParser(),
     title="AWP Memory & State API",
     version="1",
     description="Ingest AWP events, read runs, state and digests, and use an experiment's memory.",

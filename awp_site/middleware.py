@@ -55,3 +55,26 @@ class SecurityHeaders:
             response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         response.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
         return response
+
+
+class ApiBodyGuard:
+    """Refuse oversize API bodies before anything reads them (413 with a code)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith("/api/") and request.method in {"POST", "PUT", "PATCH"}:
+            from django.http import JsonResponse
+
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if limit and length > limit:
+                return JsonResponse(
+                    {"code": "body_too_large", "message": f"The request body is {length} bytes; the limit is {limit}."},
+                    status=413,
+                )
+        return self.get_response(request)
