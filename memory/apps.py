@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class MemoryConfig(AppConfig):
     name = "memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from experiments.projections import register_file_handler, register_projector
+        from memory import projectors
+
+        register_projector("worker.complete", projectors.project_worker_results, name="memory.worker_results")
+        register_projector("memory.write", projectors.project_memory_writes, name="memory.writes")
+        register_file_handler("long_term", projectors.handle_long_term_file)
+        register_file_handler("daily", projectors.handle_daily_file)

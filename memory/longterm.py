@@ -7,6 +7,8 @@ from typing import Any
 from django.db import transaction
 
 from experiments.models import Experiment
+from memory.chunks import sync_long_term_chunks
+from memory.documents import DiffLine, diff_lines
 from memory.models import MemoryDocument
 
 
@@ -30,7 +32,7 @@ def write_long_term_version(
     Experiment.objects.select_for_update().filter(pk=experiment.pk).values_list("pk", flat=True).get()
     latest = current_long_term(experiment)
     version = (latest.version if latest else 0) + 1
-    return MemoryDocument.objects.create(
+    document = MemoryDocument.objects.create(
         experiment=experiment,
         version=version,
         content=content,
@@ -38,4 +40,54 @@ def write_long_term_version(
         source=source,
         author=author if getattr(author, "is_authenticated", False) else None,
         author_label=author_label or (author.get_username() if getattr(author, "is_authenticated", False) else ""),
+    )
+    sync_long_term_chunks(experiment=experiment, document=document)
+    return document
+
+
+def long_term_history(experiment: Experiment) -> list[MemoryDocument]:
+    """Every version, newest first."""
+    return list(experiment.memory_documents.select_related("author").order_by("-version"))
+
+
+def get_long_term_version(experiment: Experiment, version: int) -> MemoryDocument | None:
+    return experiment.memory_documents.filter(version=version).first()
+
+
+def diff_long_term(experiment: Experiment, old: int, new: int) -> list[DiffLine] | None:
+    """The line diff from version `old` to version `new`, or None when either does not exist."""
+    documents = {d.version: d for d in experiment.memory_documents.filter(version__in=[old, new])}
+    if old not in documents or new not in documents:
+        return None
+    return diff_lines(documents[old].content, documents[new].content)
+
+
+@transaction.atomic
+def restore_long_term_version(*, experiment: Experiment, version: int, author: Any = None) -> MemoryDocument:
+    """Bring back an old version's text as a new version (history is never rewritten)."""
+    old = get_long_term_version(experiment, version)
+    if old is None:
+        raise LookupError(f"MEMORY.md has no version {version}.")
+    return write_long_term_version(
+        experiment=experiment,
+        content=old.content,
+        reason=f"restore of v{version}",
+        source=MemoryDocument.Source.RESTORE,
+        author=author,
+    )
+
+
+@transaction.atomic
+def import_long_term(*, experiment: Experiment, content: str, relpath: str = "workspace/MEMORY.md") -> MemoryDocument | None:
+    """Import a workspace MEMORY.md: a new version only when the text differs from the current one."""
+    Experiment.objects.select_for_update().filter(pk=experiment.pk).values_list("pk", flat=True).get()
+    current = current_long_term(experiment)
+    if current is not None and current.content == content:
+        return None
+    return write_long_term_version(
+        experiment=experiment,
+        content=content,
+        reason=f"import of {relpath}",
+        source=MemoryDocument.Source.IMPORT,
+        author_label="importer",
     )
