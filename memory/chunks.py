@@ -6,9 +6,11 @@ later, off the request path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from django.db import transaction
+from django.utils import timezone
 
 from experiments.models import Experiment
 from memory.documents import split_sections
@@ -62,3 +64,44 @@ def sync_long_term_chunks(*, experiment: Experiment, document: MemoryDocument | 
     stale = MemoryChunk.objects.filter(experiment=experiment, tier=MemoryChunk.Tier.LONG_TERM).exclude(ref_key__in=keys)
     stale.delete()
     return len(keys)
+
+
+def embed_pending_chunks(
+    *, experiment: Experiment | None = None, batch_size: int = 64, on_batch: Callable[[int], None] | None = None
+) -> int:
+    """Embed every chunk lacking a vector of the current model, batch by batch; returns how many were embedded.
+
+    A chunk embedded by another model counts as pending, so a model change re-embeds everything and search
+    (which filters on the current model name) never compares two vector spaces.
+    """
+    from memory import embeddings
+
+    model = embeddings.current_model_name()
+    pending = MemoryChunk.objects.pending(model)
+    if experiment is not None:
+        pending = pending.filter(experiment=experiment)
+    done = 0
+    last_pk = 0
+    while True:
+        batch = list(pending.filter(pk__gt=last_pk).order_by("pk").only("pk", "content")[:batch_size])
+        if not batch:
+            return done
+        vectors = embeddings.embed_texts([chunk.content for chunk in batch])
+        now = timezone.now()
+        for chunk, vector in zip(batch, vectors, strict=True):
+            # Guarded by content: a chunk edited while we embedded keeps its NULL vector for the next pass.
+            MemoryChunk.objects.filter(pk=chunk.pk, content=chunk.content).update(
+                embedding=vector, model_name=model, embedded_at=now
+            )
+        done += len(batch)
+        last_pk = batch[-1].pk
+        if on_batch:
+            on_batch(len(batch))
+
+
+def pending_count(*, experiment: Experiment | None = None) -> int:
+    """Chunks still waiting for a vector of the current model."""
+    from memory import embeddings
+
+    pending = MemoryChunk.objects.pending(embeddings.current_model_name())
+    return (pending.filter(experiment=experiment) if experiment is not None else pending).count()
