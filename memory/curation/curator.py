@@ -222,7 +222,7 @@ def failed_dispatches(events: Iterable[LedgerEvent]) -> list[dict[str, Any]]:
                 for delegation in event.payload.get("delegations") or []:
                     if isinstance(delegation, dict):
                         planned[(event.iteration, str(delegation.get("worker_id", "")))] = delegation
-        failures.extend(_redundant(run_id, ordered, spawns))
+        found = _redundant(run_id, ordered, spawns)
         for event in ordered:
             if event.kind != "worker.complete" or not isinstance(event.payload, Mapping):
                 continue
@@ -231,7 +231,8 @@ def failed_dispatches(events: Iterable[LedgerEvent]) -> list[dict[str, Any]]:
                 continue
             slot = (event.iteration, event.agent_id)
             envelope = spawns[slot].payload if slot in spawns else planned.get(slot, {})
-            failures.append(_failure(run_id, event, reason, [envelope]))
+            found.append(_failure(run_id, event, reason, [envelope]))
+        failures.extend(sorted(found, key=lambda failure: failure["seq"]))
     return failures
 
 

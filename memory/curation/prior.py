@@ -1,0 +1,44 @@
+"""The `## PRIOR RUN MEMORY` block for the next run, built from promoted items only."""
+
+from __future__ import annotations
+
+from experiments.models import Experiment
+from memory.curation.models import Proposal
+from memory.curation.render import PRIOR_CAP, PriorItems, prior_block
+
+
+def promoted_items(experiment: Experiment) -> PriorItems:
+    """Promoted tools (by name), facts and antipatterns (newest promotion first) of the experiment."""
+    proposals = list(
+        Proposal.objects.promoted()
+        .filter(experiment=experiment)
+        .prefetch_related("evidence")
+        .order_by("-decided_at", "-pk")
+    )
+    tools = sorted(
+        (str(p.details.get("name") or p.key.split("#")[0]), _purpose(p)) for p in proposals if p.kind == Proposal.Kind.TOOL
+    )
+    facts = [(_first_run(p), p.promoted_text) for p in proposals if p.kind == Proposal.Kind.FACT]
+    antipatterns = [_antipattern(p) for p in proposals if p.kind == Proposal.Kind.ANTIPATTERN]
+    return PriorItems(tools=tools, facts=facts, antipatterns=antipatterns)
+
+
+def _purpose(proposal: Proposal) -> str:
+    name = str(proposal.details.get("name") or "")
+    text = proposal.promoted_text
+    return text[len(name) + 2 :] if name and text.startswith(f"{name}: ") else text
+
+
+def _antipattern(proposal: Proposal) -> tuple[str, str, str]:
+    reason = str(proposal.details.get("reason") or "antipattern")
+    text = proposal.promoted_text
+    return reason, proposal.key, text.removeprefix(f"[{reason}] ")
+
+
+def _first_run(proposal: Proposal) -> str:
+    return next((e.run_ref for e in proposal.evidence.all() if e.run_ref), "dashboard")
+
+
+def prior_run_block(experiment: Experiment, max_chars: int = PRIOR_CAP) -> str:
+    """Known Tools / Confirmed Facts / Antipatterns to Avoid from promoted memory, at most `max_chars` long."""
+    return prior_block(promoted_items(experiment), max_chars=max_chars)
