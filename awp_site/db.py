@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
+
+import psutil
 
 EMBEDDED_DB_NAME = "awp"
 
@@ -42,6 +46,8 @@ def start_embedded_server(data_dir: Path) -> dict[str, Any]:
 
     pgdata = data_dir / "pg"
     pgdata.mkdir(parents=True, exist_ok=True)
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    _forget_dead_handles(pgdata, pgserver.PostgresServer._lock)
     # "stop": the last process holding a handle stops the server, so Ctrl-C on `make run` leaves nothing behind.
     server = pgserver.get_server(pgdata, cleanup_mode="stop")
     socket_dir = str(pgdata)
@@ -56,6 +62,21 @@ def start_embedded_server(data_dir: Path) -> dict[str, Any]:
         "HOST": socket_dir,
         "PORT": "",
     }
+
+
+def _forget_dead_handles(pgdata: Path, lock: Any) -> None:
+    """Drop pids of processes that died without cleaning up (SIGKILL), so the last live one still stops the server."""
+    handles = pgdata / ".handle_pids.json"
+    with lock:
+        if not handles.exists():
+            return
+        try:
+            pids = json.loads(handles.read_text())
+        except ValueError:
+            pids = []
+        alive = [pid for pid in pids if psutil.pid_exists(pid)]
+        if alive != pids:
+            handles.write_text(json.dumps(alive))
 
 
 def embedded_url(config: dict[str, Any], name: str | None = None) -> str:

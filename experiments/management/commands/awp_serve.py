@@ -20,15 +20,18 @@ class Command(BaseCommand):
         parser.add_argument("--no-demo", action="store_true", help="do not replay the demo run")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Handle Ctrl-C and SIGTERM even when started in the background (where SIGINT arrives ignored).
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _raise_keyboard_interrupt)
         python = sys.executable
         procs: list[subprocess.Popen[bytes]] = []
-        extra = self.companion_commands(no_demo=options["no_demo"])
-        for command in extra:
-            procs.append(subprocess.Popen([python, "manage.py", *command]))
+        for command in self.companion_commands(no_demo=options["no_demo"]):
+            procs.append(subprocess.Popen([python, "manage.py", *command], preexec_fn=_default_signals))
         url = f"http://{options['host']}:{options['port']}"
         self.stdout.write(f"  Dashboard: {url}   (Ctrl-C stops it)")
         daphne = subprocess.Popen(
-            [python, "-m", "daphne", "-b", options["host"], "-p", str(options["port"]), "awp_site.asgi:application"]
+            [python, "-m", "daphne", "-b", options["host"], "-p", str(options["port"]), "awp_site.asgi:application"],
+            preexec_fn=_default_signals,
         )
         procs.append(daphne)
         try:
@@ -36,14 +39,8 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             pass
         finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGINT)
-            for proc in procs:
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            stop_all(procs)
 
     def companion_commands(self, *, no_demo: bool) -> list[list[str]]:
         """Management commands run beside daphne (the ingest and memory capabilities add theirs)."""
@@ -56,3 +53,29 @@ class Command(BaseCommand):
         if "awp_embed" in available:
             commands.append(["awp_embed", "--loop"])
         return commands
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _default_signals() -> None:
+    """In the child before exec: default SIGINT/SIGTERM, so Python and daphne shut down gracefully."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Ask every child to stop (SIGINT: graceful, runs atexit so the embedded database is released), then wait."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    for proc in procs:
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
