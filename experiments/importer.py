@@ -323,8 +323,8 @@ class FolderImporter:
     def _problem_now(self, experiment: Experiment, run: Run | None, path: Path, code: str, message: str, stats: PassStats) -> None:
         problem = self._problem(run, path, code, message)
         problem.experiment = experiment
-        created = IngestProblem.objects.bulk_create([problem], ignore_conflicts=True)
-        stats.new_problems += len([p for p in created if p.pk])
+        IngestProblem.objects.bulk_create([problem], ignore_conflicts=True)
+        stats.new_problems += 1
 
     def _commit(self, item: _RunWork, folder: str, stats: PassStats) -> None:
         with transaction.atomic():
@@ -365,11 +365,13 @@ class FolderImporter:
                 continue
             content = raw.decode("utf-8", errors="replace")
             with transaction.atomic():
-                created = WorkspaceFile.objects.bulk_create(
-                    [WorkspaceFile(experiment=experiment, run=latest, relpath=relpath, sha256=sha, kind=memory.kind, content=content, workflow_dir=str(workflow_dir))],
-                    ignore_conflicts=True,
+                _row, created = WorkspaceFile.objects.get_or_create(
+                    experiment=experiment,
+                    relpath=relpath,
+                    sha256=sha,
+                    defaults={"run": latest, "kind": memory.kind, "content": content, "workflow_dir": str(workflow_dir)},
                 )
-                if created and created[0].pk:
+                if created:
                     handle_workspace_file(
                         experiment, WorkspaceFileIn(kind=memory.kind, relpath=relpath, content=content, sha256=sha, workflow_dir=str(workflow_dir), run=latest)
                     )
