@@ -1,16 +1,238 @@
-"""The Memory tab (the memory capability fills it)."""
+"""The Memory tab: sub-tabs Long-term, Curated, Working, Episodic, Notes, Search, Audit (each its own URL)."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET
+import calendar
+from datetime import UTC, date
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import select_template
+from django.utils import timezone
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from experiments.access import experiment_view
-from experiments.models import Experiment
+from experiments.models import Event, Experiment, Membership
 from experiments.views import render_tab
+from memory import search as memory_search
+from memory.forms import LongTermEditForm, NoteForm, SearchForm
+from memory.highlight import highlight
+from memory.longterm import (
+    current_long_term,
+    diff_long_term,
+    get_long_term_version,
+    long_term_history,
+    restore_long_term_version,
+    write_long_term_version,
+)
+from memory.markdown import render_markdown
+from memory.models import AccessAudit, MemoryEntry, Note
+from memory.services import save_note
+from memory.working import summarize_result
+from state.services_redaction import redact_for
+
+TEMPLATE = "memory/memory_tab.html"
+CURATOR = Membership.Role.CURATOR
+
+
+def _tab(request: HttpRequest, experiment: Experiment, subtab: str, **context: Any) -> HttpResponse:
+    return render_tab(
+        request, TEMPLATE,
+        {"experiment": experiment, "tab": "memory", "subtab": subtab, "panel": f"memory/_{subtab}.html", **context},
+    )  # fmt: skip
 
 
 @require_GET
 @experiment_view()
 def memory_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    return render_tab(request, "memory/memory_tab.html", {"experiment": experiment, "tab": "memory"})
+    return long_term(request, experiment.slug)
+
+
+@require_GET
+@experiment_view()
+def long_term(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    current = current_long_term(experiment)
+    shown = current
+    if request.GET.get("v", "").isdigit():
+        shown = get_long_term_version(experiment, int(request.GET["v"]))
+        if shown is None:
+            raise Http404("No such version.")
+    rendered = mark_safe(render_markdown(shown.content)) if shown else ""  # sanitized by nh3 in render_markdown
+    return _tab(request, experiment, "long_term", current=current, shown=shown, rendered=rendered,
+                history=long_term_history(experiment))  # fmt: skip
+
+
+@require_GET
+@experiment_view()
+def long_term_diff(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    try:
+        old, new = int(request.GET.get("a", "")), int(request.GET.get("b", ""))
+    except ValueError:
+        raise Http404("Choose two versions to compare.") from None
+    lines = diff_long_term(experiment, old, new)
+    if lines is None:
+        raise Http404("No such version.")
+    return _tab(request, experiment, "diff", old=old, new=new, lines=lines, history=long_term_history(experiment))
+
+
+@require_http_methods(["GET", "POST"])
+@experiment_view(CURATOR)
+def long_term_edit(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    current = current_long_term(experiment)
+    version = current.version if current else 0
+    form = LongTermEditForm(request.POST or None, initial={"content": current.content if current else "", "base_version": version})
+    if request.method == "POST" and form.is_valid():
+        if form.cleaned_data["base_version"] != version:
+            form.add_error(None, f"MEMORY.md changed meanwhile (now v{version}); review the new text and save again.")
+        else:
+            write_long_term_version(experiment=experiment, content=form.cleaned_data["content"],
+                                    reason=form.cleaned_data["reason"], author=request.user)  # fmt: skip
+            messages.success(request, "Saved a new version of MEMORY.md.")
+            return redirect("memory:long-term", experiment.slug)
+    return _tab(request, experiment, "edit", form=form, current=current)
+
+
+@require_POST
+@experiment_view(CURATOR)
+def long_term_restore(request: HttpRequest, experiment: Experiment, version: int) -> HttpResponse:
+    try:
+        document = restore_long_term_version(experiment=experiment, version=version, author=request.user)
+    except LookupError:
+        raise Http404("No such version.") from None
+    messages.success(request, f"Restored v{version} as v{document.version}.")
+    return redirect("memory:long-term", experiment.slug)
+
+
+@require_GET
+@experiment_view()
+def curated(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    # The curation part owns this panel; until its template exists a placeholder stands in.
+    panel = select_template(["curation/_curated_panel.html", "memory/_curated_placeholder.html"]).template.name
+    return _tab(request, experiment, "curated", curated_panel=panel)
+
+
+@require_GET
+@experiment_view()
+def working(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    show_archived = request.GET.get("archived") == "1"
+    entries = MemoryEntry.objects.filter(experiment=experiment).visible(include_archived=show_archived)
+    agent = request.GET.get("agent", "")
+    days = sorted(set(entries.values_list("day", flat=True)), reverse=True)
+    chosen = _parse_day(request.GET.get("day")) or (days[0] if days else timezone.now().astimezone(UTC).date())
+    day_entries = entries.filter(day=chosen).select_related("run")
+    if agent:
+        day_entries = day_entries.filter(agent_id=agent)
+    agents = sorted(set(entries.exclude(agent_id="").values_list("agent_id", flat=True)))
+    return _tab(request, experiment, "working", chosen=chosen, entries=day_entries, agent=agent, agents=agents,
+                weeks=_month(chosen, set(days)), show_archived=show_archived,
+                archived_count=MemoryEntry.objects.filter(experiment=experiment, is_archived=True).count())  # fmt: skip
+
+
+def _parse_day(value: str | None) -> date | None:
+    try:
+        return date.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+def _month(chosen: date, days_with_entries: set[date]) -> list[list[dict[str, Any]]]:
+    weeks = calendar.Calendar(firstweekday=0).monthdatescalendar(chosen.year, chosen.month)
+    return [[{"day": d, "in_month": d.month == chosen.month, "has": d in days_with_entries} for d in week] for week in weeks]
+
+
+@require_GET
+@experiment_view()
+def episodic(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    results = Event.objects.filter(run__experiment=experiment, kind="worker.complete")
+    agents = sorted(set(results.exclude(agent_id="").values_list("agent_id", flat=True)))
+    agent = request.GET.get("agent") or (agents[0] if agents else "")
+    outputs = []
+    for event in results.filter(agent_id=agent).select_related("run").order_by("-occurred_at", "-pk")[:200]:
+        payload = redact_for(experiment, event.payload if isinstance(event.payload, dict) else {})
+        outputs.append({"event": event, "summary": summarize_result(payload), "confidence": payload.get("confidence")})
+    return _tab(request, experiment, "episodic", agents=agents, agent=agent, outputs=outputs)
+
+
+@require_http_methods(["GET", "POST"])
+@experiment_view()
+def notes(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    form = NoteForm(request.POST or None)
+    if request.method == "POST":
+        if not _may_write_notes(request):
+            raise PermissionDenied("Viewers read notes; curators and owners write them.")
+        if form.is_valid():
+            save_note(experiment=experiment, author=request.user, **form.cleaned_data)
+            return redirect("memory:notes", experiment.slug)
+    listing = Note.objects.filter(experiment=experiment).select_related("author")
+    return _tab(request, experiment, "notes", form=form, notes=listing, may_write=_may_write_notes(request))
+
+
+def _may_write_notes(request: HttpRequest) -> bool:
+    from experiments.access import can
+
+    return can(request, CURATOR)
+
+
+@require_http_methods(["GET", "POST"])
+@experiment_view()
+def note_edit(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
+    note = get_object_or_404(Note, experiment=experiment, pk=pk)
+    if not note.is_editable_by(request.user):
+        raise PermissionDenied("Only the author of a note edits it.")
+    form = NoteForm(request.POST or None, instance=note)
+    if request.method == "POST" and form.is_valid():
+        save_note(experiment=experiment, author=request.user, note=note, **form.cleaned_data)
+        return redirect("memory:notes", experiment.slug)
+    return _tab(request, experiment, "note_edit", form=form, note=note)
+
+
+@require_GET
+@experiment_view()
+def search(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    form = SearchForm(request.GET or None, initial={"mode": "keyword"})
+    context: dict[str, Any] = {"form": form, "hits": None}
+    if request.GET and form.is_valid():
+        data = form.cleaned_data
+        query = memory_search.SearchRequest(
+            query=data["q"], mode=data["mode"], tiers=tuple(data["tiers"]), start=data["start"], end=data["end"],
+            agent_filter=tuple(a.strip() for a in data["agents"].split(",") if a.strip()),
+            max_results=data["max_results"] or 20,
+        )  # fmt: skip
+        try:
+            result = memory_search.search_memory(experiment, query)
+        except memory_search.SearchRefused as refused:
+            context["search_error"] = refused.message
+        else:
+            context["hits"] = [_hit_view(experiment, hit, data["q"]) for hit in result.hits]
+            context["total"], context["strategy"] = result.total, result.strategy
+    return _tab(request, experiment, "search", **context)
+
+
+def _hit_view(experiment: Experiment, hit: memory_search.SearchHit, query: str) -> dict[str, Any]:
+    return {"hit": hit, "html": mark_safe(highlight(hit.content, query)), "link": _source_link(experiment, hit)}  # escaped first
+
+
+def _source_link(experiment: Experiment, hit: memory_search.SearchHit) -> str:
+    from django.urls import reverse
+
+    kind, _, rest = hit.ref_key.partition(":")
+    if kind == "lt":
+        return reverse("memory:long-term", args=[experiment.slug])
+    if kind == "entry" and hit.timestamp:
+        return reverse("memory:working", args=[experiment.slug]) + f"?day={hit.timestamp.date().isoformat()}&archived=1"
+    if kind == "ev":
+        return reverse("experiments:run-detail", args=[experiment.slug, int(rest.split(":")[0])])
+    if kind == "note":
+        return reverse("memory:notes", args=[experiment.slug]) + f"#note-{rest}"
+    return reverse("memory:tab", args=[experiment.slug])
+
+
+@require_GET
+@experiment_view()
+def audit(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    rows = AccessAudit.objects.filter(experiment=experiment).select_related("user", "token")[:300]
+    return _tab(request, experiment, "audit", rows=rows)
