@@ -6,4 +6,12 @@ app_name = "curation"
 
 urlpatterns = [
     path("experiments/<slug:slug>/review/", views.review_tab, name="review"),
+    path("experiments/<slug:slug>/review/bulk", views.bulk, name="bulk"),
+    path("experiments/<slug:slug>/review/curate", views.curate_now, name="curate-now"),
+    path("experiments/<slug:slug>/review/writeback-retry", views.writeback_retry, name="writeback-retry"),
+    path("experiments/<slug:slug>/review/<int:pk>/", views.proposal_detail, name="proposal"),
+    path("experiments/<slug:slug>/review/<int:pk>/vote", views.vote, name="vote"),
+    path("experiments/<slug:slug>/curated/", views.curated_panel, name="curated"),
+    path("experiments/<slug:slug>/curated/<int:pk>/retract", views.retract, name="retract"),
+    path("experiments/<slug:slug>/curated/<int:pk>/edit", views.edit_promoted, name="edit-promoted"),
 ]
