@@ -1,9 +1,110 @@
-"""The state API router, mounted under /api/v1/ by awp_site.api."""
+"""The state API router, mounted under /api/v1/ by awp_site.api: state at a seq, and the history of a path."""
 
 from __future__ import annotations
 
-from ninja import Router
+from typing import Any
 
-from awp_site.auth import api_auth
+from django.http import HttpRequest
+from ninja import Router, Schema
+
+from awp_site.apierrors import ApiError
+from awp_site.auth import api_auth, authorize_experiment
+from experiments.models import Experiment, Membership, Run, role_at_least
+from state.paths import PathError, format_path, parse_path
+from state.redaction import redact_at
+from state.services import path_history, state_at_seq, view_as
+from state.services_redaction import sensitive_fields_for
+from state.viewing import audit_reveal, redact_state
 
 router = Router(tags=["state"], auth=api_auth)
+
+
+class StateOut(Schema):
+    seq: int
+    state: dict[str, Any]
+
+
+class DeltaOut(Schema):
+    seq: int
+    agent_id: str
+    round: int
+    weight: float
+    op: str
+    path: str
+    value: Any = None
+    provenance: str
+    outcome: str
+
+
+class HistoryOut(Schema):
+    path: str
+    deltas: list[DeltaOut]
+
+
+def run_for(request: HttpRequest, run_id: str) -> Run:
+    """The run named by its pk or the runtime's run id, if the caller may read its experiment's state."""
+    caller = request.auth  # type: ignore[attr-defined]
+    if caller.token is not None:
+        experiments = Experiment.objects.filter(pk=caller.token.experiment_id)
+    else:
+        experiments = Experiment.objects.visible_to(caller.user)
+    runs = Run.objects.filter(experiment__in=experiments).select_related("experiment")
+    found = runs.filter(pk=int(run_id)).first() if run_id.isdigit() and len(run_id) < 18 else None
+    if found is None:
+        matches = list(runs.filter(run_id=run_id)[:2])
+        if len(matches) > 1:
+            raise ApiError(409, "run_ambiguous", f"Run id '{run_id}' exists in several experiments; use the run's number instead.")
+        found = matches[0] if matches else None
+    if found is None:
+        raise ApiError(404, "run_not_found", f"No run '{run_id}' that you can see.")
+    authorize_experiment(request, found.experiment, scope="memory:read")
+    return found
+
+
+def may_reveal(request: HttpRequest, run: Run, reveal: bool) -> bool:
+    """Only a logged-in owner (not a token) may ask for unredacted values."""
+    caller = request.auth  # type: ignore[attr-defined]
+    if not reveal:
+        return False
+    if caller.token is not None or not role_at_least(run.experiment.role_of(caller.user), Membership.Role.OWNER):
+        raise ApiError(403, "reveal_forbidden", "Only an owner of the experiment, logged in, may reveal sensitive values.")
+    return True
+
+
+@router.get("/runs/{run_id}/state", response=StateOut, summary="A run's state at a seq (as an agent sees it)")
+def get_state(request: HttpRequest, run_id: str, seq: int | None = None, as_agent: str = "", reveal: bool = False) -> dict[str, Any]:
+    run = run_for(request, run_id)
+    if seq is not None and seq < 0:
+        raise ApiError(422, "invalid_seq", "seq must be zero or a positive ledger position.")
+    reveal = may_reveal(request, run, reveal)
+    at, state = state_at_seq(run=run, seq=seq)
+    state = view_as(run=run, state=state, agent=as_agent or None)
+    if reveal:
+        audit_reveal(user=request.auth.user, run=run, seq=at, where="api", request=request)  # type: ignore[attr-defined]
+        return {"seq": at, "state": state}
+    return {"seq": at, "state": redact_state(run.experiment, state)}
+
+
+@router.get("/runs/{run_id}/state/history", response=HistoryOut, summary="Every delta that touched a path (blame)")
+def get_history(request: HttpRequest, run_id: str, path: str) -> dict[str, Any]:
+    run = run_for(request, run_id)
+    try:
+        normalized = format_path(parse_path(path))
+    except PathError as exc:
+        raise ApiError(422, "invalid_path", str(exc)) from None
+    sensitive = sensitive_fields_for(run.experiment)
+    deltas = [
+        {
+            "seq": d.seq,
+            "agent_id": d.agent_id,
+            "round": d.round,
+            "weight": d.weight,
+            "op": d.op,
+            "path": d.path,
+            "value": redact_at(parse_path(d.path), d.value, sensitive),
+            "provenance": d.provenance,
+            "outcome": d.outcome,
+        }
+        for d in path_history(run=run, path=normalized)
+    ]
+    return {"path": normalized, "deltas": deltas}

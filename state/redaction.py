@@ -33,3 +33,15 @@ def redact(value: Any, sensitive: frozenset[str]) -> Any:
     if isinstance(value, list):
         return [redact(item, sensitive) for item in value]
     return value
+
+
+def path_is_sensitive(segments: Iterable[str | int], sensitive: frozenset[str]) -> bool:
+    """Whether any key on a path is sensitive (then everything below it is too)."""
+    return any(isinstance(segment, str) and is_sensitive(segment, sensitive) for segment in segments)
+
+
+def redact_at(segments: Iterable[str | int], value: Any, sensitive: frozenset[str]) -> Any:
+    """Redact a value found at a path: whole when the path itself is sensitive, else key by key."""
+    if path_is_sensitive(segments, sensitive):
+        return REDACTED
+    return redact(value, sensitive)
