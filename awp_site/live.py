@@ -8,12 +8,15 @@ redacted for the viewer.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from experiments.models import Event, Experiment, Run
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,18 +58,55 @@ def render_run_fragments(run: Run, events: list[Event], viewer: Viewer) -> list[
 
 
 def render_experiment_fragments(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
+    """All registered experiment fragments (experiment tabs and the experiments list), in registration order."""
     out: list[str] = []
     for _, renderer in _EXPERIMENT_RENDERERS:
         out.extend(renderer(experiment, viewer, changed_run_ids))
     return out
 
 
+# Group names: one helper each, used by the announcers and the consumers alike.
+EXPERIMENTS_GROUP = "awp.experiments"  # the experiments list: consumers filter by membership before rendering
+
+
+def run_group(run_id: int) -> str:
+    return f"awp.run.{int(run_id)}"
+
+
+def experiment_group(experiment_id: int) -> str:
+    return f"awp.experiment.{int(experiment_id)}"
+
+
 def announce_run_advanced(*, run_id: int, experiment_id: int, seq: int) -> None:
     """Tell open pages that run `run_id` has events up to `seq`. Call from transaction.on_commit."""
-    # The live capability replaces this body with a channel-layer group_send.
-    return None
+    message = {"type": "run.advanced", "run": int(run_id), "experiment": int(experiment_id), "seq": int(seq)}
+    _broadcast([run_group(run_id), experiment_group(experiment_id), EXPERIMENTS_GROUP], message)
 
 
 def announce_experiment_changed(*, experiment_id: int, what: str) -> None:
     """Tell open experiment pages that something besides a run's ledger changed (e.g. the review badge)."""
-    return None
+    message = {"type": "experiment.changed", "experiment": int(experiment_id), "what": str(what)[:64]}
+    _broadcast([experiment_group(experiment_id), EXPERIMENTS_GROUP], message)
+
+
+def _broadcast(groups: list[str], message: dict[str, Any]) -> None:
+    """The one place sync code reaches the channel layer; only ids and seqs ride it (notify, then read)."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        if hasattr(layer, "group_send_sync"):
+            layer.group_send_sync(groups, message)  # Postgres NOTIFY over Django's connection
+        else:
+
+            async def send_all() -> None:
+                for group in groups:
+                    await layer.group_send(group, message)
+
+            async_to_sync(send_all)()
+    except Exception:
+        # The rows are committed already; a lost announcement only delays pages until the next one or a reconnect.
+        logger.warning("live: announcing %s to %s failed", message.get("type"), groups, exc_info=True)

@@ -112,7 +112,7 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": os.environ.get("AWP_CHANNEL_LAYER", "channels.layers.InMemoryChannelLayer")}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": os.environ.get("AWP_CHANNEL_LAYER", "awp_site.channel_layer.PostgresNotifyLayer")}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},

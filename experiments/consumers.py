@@ -1,0 +1,381 @@
+"""Websocket consumers: run pages, experiment pages and the experiments list follow the ledger live.
+
+Notify, then read: the channel layer only says "run R reached seq N"; a consumer reads the rows it has not
+sent from Postgres, renders them with the registered fragment renderers (redacted for its viewer) and sends
+one htmx out-of-band frame. Frames are coalesced (one per FRAME_INTERVAL), capped (FRAME_ROWS), and
+windowed: the page acknowledges each frame, and at most WINDOW frames are unacknowledged, so a slow
+browser never makes the server buffer more than WINDOW frames for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+
+from awp_site.live import (
+    EXPERIMENTS_GROUP,
+    Viewer,
+    experiment_group,
+    register_experiment_fragment,
+    render_experiment_fragments,
+    render_run_fragments,
+    run_group,
+)
+from experiments.models import Event, Experiment, Run
+
+log = logging.getLogger(__name__)
+
+CLOSE_BAD_REQUEST = 4400
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+FRAME_INTERVAL = 0.1  # seconds between frames on one socket
+FRAME_ROWS = 500  # ledger rows in one frame at most
+MAX_BEHIND = 2000  # further behind than this, the page gets a "load more" notice instead of rows
+WINDOW = 2  # frames in flight (sent, not yet acknowledged) per socket
+ROLE_RECHECK_SECONDS = 30.0  # a revoked membership stops the stream within this time
+
+
+def frame_mark(frame: int, seq: int | None) -> str:
+    """The element every frame carries: its number (for the ack) and the newest seq the page now has."""
+    seq_attr = f' data-seq="{int(seq)}"' if seq is not None else ""
+    return f'<span id="live-mark" hidden hx-swap-oob="true" data-frame="{int(frame)}"{seq_attr}></span>'
+
+
+def query_params(scope: dict[str, Any]) -> dict[str, str]:
+    raw = scope.get("query_string", b"").decode("latin-1")
+    return {key: values[-1] for key, values in parse_qs(raw).items()}
+
+
+class _FrameCache:
+    """Rendered run frames keyed by (run, range, role, reveal): fifty sockets at one position render once."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size, self.items, self.lock = size, OrderedDict[tuple[Any, ...], str](), threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> str | None:
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[Any, ...], value: str) -> None:
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
+run_frames = _FrameCache()
+
+
+def render_run_range(run_pk: int, after: int, upto: int, viewer: Viewer) -> str:
+    """OOB fragments for the run's events after < seq <= upto, as this viewer may see them."""
+    key = (run_pk, after, upto, viewer.role, viewer.reveal_sensitive)
+    cached = run_frames.get(key)
+    if cached is not None:
+        return cached
+    run = Run.objects.select_related("experiment").get(pk=run_pk)
+    events = list(Event.objects.filter(run_id=run_pk, seq__gt=after, seq__lte=upto).order_by("seq"))
+    html = "".join(render_run_fragments(run, events, viewer))
+    run_frames.put(key, html)
+    return html
+
+
+class LiveConsumer(AsyncWebsocketConsumer):
+    """Authentication, membership, the ack window and the coalescing pump; subclasses build frames."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        self._pump_task: asyncio.Task[None] | None = None
+        self.frames_sent = self.frames_acked = 0
+        self.wake, self.acked = asyncio.Event(), asyncio.Event()
+        if user is None or not user.is_authenticated:
+            return await self._refuse(CLOSE_UNAUTHENTICATED)
+        code = await self.authorize(user)
+        if code:
+            return await self._refuse(code)
+        for group in self.live_groups():
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups.append(group)  # websocket_disconnect discards them
+        await self.accept()
+        self.role_checked_at = time.monotonic()
+        self._pump_task = asyncio.get_running_loop().create_task(self._pump())
+        self.wake.set()
+
+    async def _refuse(self, code: int) -> None:
+        # Accept first so the browser sees the close code (a refused handshake only shows 1006).
+        await self.accept()
+        await self.close(code=code)
+
+    async def disconnect(self, code: int) -> None:
+        if self._pump_task is not None:
+            self._pump_task.cancel()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            command = json.loads(text_data or "{}")
+        except ValueError:
+            return
+        if not isinstance(command, dict):
+            return
+        ack = command.get("ack")
+        if isinstance(ack, int) and self.frames_acked < ack <= self.frames_sent:
+            self.frames_acked = ack
+            self.acked.set()
+        if command.get("more"):
+            self.on_load_more()
+            self.wake.set()
+
+    async def live_resync(self, message: dict[str, Any]) -> None:
+        """The layer lost notifications (its LISTEN connection dropped): re-read from Postgres."""
+        self.on_resync()
+        self.wake.set()
+
+    async def _pump(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_frame_at = -FRAME_INTERVAL
+        try:
+            while True:
+                await self.wake.wait()
+                while self.frames_sent - self.frames_acked >= WINDOW:
+                    self.acked.clear()
+                    await self.acked.wait()
+                delay = last_frame_at + FRAME_INTERVAL - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)  # coalesce: everything arriving meanwhile joins this frame
+                self.wake.clear()
+                if time.monotonic() - self.role_checked_at > ROLE_RECHECK_SECONDS:
+                    self.role_checked_at = time.monotonic()
+                    if await self.authorize(self.scope["user"]):
+                        await self.close(code=CLOSE_FORBIDDEN)
+                        return
+                body, seq, again = await self.build_frame()
+                if body:
+                    self.frames_sent += 1
+                    await self.send(text_data=body + frame_mark(self.frames_sent, seq))
+                    last_frame_at = loop.time()
+                if again:
+                    self.wake.set()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("live: frame failed; closing the socket so the page reconnects and resumes")
+            await self.close(code=1011)
+
+    # -- subclass hooks --------------------------------------------------------------------------------
+
+    async def authorize(self, user: Any) -> int:
+        """0 when the user may watch, else the close code."""
+        raise NotImplementedError
+
+    def live_groups(self) -> list[str]:
+        raise NotImplementedError
+
+    async def build_frame(self) -> tuple[str, int | None, bool]:
+        """(frame body or "", newest seq the page will have, whether more is waiting)."""
+        raise NotImplementedError
+
+    def on_resync(self) -> None:
+        pass
+
+    def on_load_more(self) -> None:
+        pass
+
+
+class RunConsumer(LiveConsumer):
+    """/ws/runs/<run pk>/?after=<seq>: every event after `seq`, then each new one, as OOB fragments."""
+
+    async def authorize(self, user: Any) -> int:
+        run_pk = int(self.scope["url_route"]["kwargs"]["run_pk"])
+        found = await database_sync_to_async(_run_and_role)(run_pk, user)
+        if found is None:
+            return CLOSE_FORBIDDEN  # a missing run and a foreign run look the same
+        run, role = found
+        if hasattr(self, "run_pk"):
+            return 0  # a periodic re-check: keep the position
+        after = query_params(self.scope).get("after")
+        if after is not None and not (after.isdigit() and len(after) < 19):
+            return CLOSE_BAD_REQUEST
+        self.run_pk, self.experiment_id = run.pk, run.experiment_id
+        self.viewer = Viewer(user=user, role=role, reveal_sensitive=False)
+        self.last_sent = int(after) if after is not None else run.last_seq
+        self.known_head: int | None = run.last_seq
+        self.catching_up = False
+        self.notice_shown = False
+        return 0
+
+    def live_groups(self) -> list[str]:
+        return [run_group(self.run_pk)]
+
+    async def run_advanced(self, message: dict[str, Any]) -> None:
+        if self.known_head is not None:
+            self.known_head = max(self.known_head, int(message["seq"]))
+        self.wake.set()
+
+    async def experiment_changed(self, message: dict[str, Any]) -> None:
+        return None
+
+    def on_resync(self) -> None:
+        self.known_head = None  # read the head from Postgres
+
+    def on_load_more(self) -> None:
+        self.catching_up = True
+
+    async def build_frame(self) -> tuple[str, int | None, bool]:
+        head = self.known_head
+        if head is None:
+            head = self.known_head = await database_sync_to_async(_run_head)(self.run_pk)
+        behind = head - self.last_sent
+        if behind <= 0:
+            self.catching_up = False
+            return "", None, False
+        if behind > MAX_BEHIND and not self.catching_up:
+            self.notice_shown = True
+            return _notice(behind), self.last_sent, False
+        upto = min(head, self.last_sent + FRAME_ROWS)
+        body = await database_sync_to_async(render_run_range)(self.run_pk, self.last_sent, upto, self.viewer)
+        if self.notice_shown and upto == head:
+            body += '<div id="live-notice" hx-swap-oob="true" hidden></div>'
+            self.notice_shown = False
+        self.last_sent = upto
+        return body, upto, upto < head
+
+
+class ExperimentConsumer(LiveConsumer):
+    """/ws/experiments/<slug>/: run rows, status dots and the review badge of one experiment."""
+
+    async def authorize(self, user: Any) -> int:
+        found = await database_sync_to_async(_experiment_and_role)(self.scope["url_route"]["kwargs"]["slug"], user)
+        if found is None:
+            return CLOSE_FORBIDDEN
+        experiment, role = found
+        self.experiment_id = experiment.pk
+        self.viewer = Viewer(user=user, role=role, reveal_sensitive=False)
+        if not hasattr(self, "changed"):
+            self.changed: set[int] = set()
+            # A reconnecting page missed changes: refresh what moved most recently.
+            self.dirty = query_params(self.scope).get("resume") == "1"
+            if self.dirty:
+                self.changed.update(await database_sync_to_async(_recent_run_ids)(experiment.pk))
+        return 0
+
+    def live_groups(self) -> list[str]:
+        return [experiment_group(self.experiment_id)]
+
+    async def run_advanced(self, message: dict[str, Any]) -> None:
+        self.changed.add(int(message["run"]))
+        self.dirty = True
+        self.wake.set()
+
+    async def experiment_changed(self, message: dict[str, Any]) -> None:
+        self.dirty = True
+        self.wake.set()
+
+    def on_resync(self) -> None:
+        self.dirty = True
+
+    async def build_frame(self) -> tuple[str, int | None, bool]:
+        if not self.dirty:
+            return "", None, False
+        changed, self.changed, self.dirty = sorted(self.changed), set(), False
+        body = await database_sync_to_async(_render_experiment)(self.experiment_id, self.viewer, changed)
+        return body, None, False
+
+
+class ExperimentListConsumer(LiveConsumer):
+    """/ws/experiments/: the experiments list; one shared group, filtered by membership before rendering."""
+
+    async def authorize(self, user: Any) -> int:
+        self.pending: dict[int, set[int]] = getattr(self, "pending", {})
+        self.roles: dict[int, str | None] = {}  # re-read on each check: memberships change
+        return 0
+
+    def live_groups(self) -> list[str]:
+        return [EXPERIMENTS_GROUP]
+
+    async def run_advanced(self, message: dict[str, Any]) -> None:
+        self.pending.setdefault(int(message["experiment"]), set()).add(int(message["run"]))
+        self.wake.set()
+
+    async def experiment_changed(self, message: dict[str, Any]) -> None:
+        self.pending.setdefault(int(message["experiment"]), set())
+        self.wake.set()
+
+    async def build_frame(self) -> tuple[str, int | None, bool]:
+        if not self.pending:
+            return "", None, False
+        pending, self.pending = self.pending, {}
+        body = await database_sync_to_async(_render_list)(self.scope["user"], pending, self.roles)
+        return body, None, False
+
+
+# -- ORM, run in the sync thread ---------------------------------------------------------------------
+
+
+def _run_and_role(run_pk: int, user: Any) -> tuple[Run, str] | None:
+    run = Run.objects.select_related("experiment").filter(pk=run_pk).first()
+    role = run.experiment.role_of(user) if run else None
+    return (run, role) if run is not None and role else None
+
+
+def _run_head(run_pk: int) -> int:
+    return int(Run.objects.values_list("last_seq", flat=True).get(pk=run_pk))
+
+
+def _experiment_and_role(slug: str, user: Any) -> tuple[Experiment, str] | None:
+    experiment = Experiment.objects.filter(slug=slug).first()
+    role = experiment.role_of(user) if experiment else None
+    return (experiment, role) if experiment is not None and role else None
+
+
+def _recent_run_ids(experiment_id: int) -> list[int]:
+    return list(Run.objects.filter(experiment_id=experiment_id).order_by("-updated_at").values_list("pk", flat=True)[:50])
+
+
+def _render_experiment(experiment_id: int, viewer: Viewer, changed: list[int]) -> str:
+    experiment = Experiment.objects.get(pk=experiment_id)
+    return "".join(render_experiment_fragments(experiment, viewer, changed))
+
+
+def _render_list(user: Any, pending: dict[int, set[int]], roles: dict[int, str | None]) -> str:
+    out: list[str] = []
+    for experiment in Experiment.objects.filter(pk__in=list(pending)):
+        if experiment.pk not in roles:
+            roles[experiment.pk] = experiment.role_of(user)
+        role = roles[experiment.pk]
+        if role:  # experiments the user cannot see never reach this socket
+            viewer = Viewer(user=user, role=role, reveal_sensitive=False)
+            out.extend(render_experiment_fragments(experiment, viewer, sorted(pending[experiment.pk])))
+    return "".join(out)
+
+
+def _notice(behind: int) -> str:
+    return render_to_string("live/_notice.html", {"behind": behind})
+
+
+# -- default experiment fragments: the experiments-list row and the experiment page's status dot -----------
+# (the review badges come from memory.curation.badge; run rows on the Runs tab from the ingest part)
+
+
+def experiment_row_fragments(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
+    """The experiments-list row and the experiment page's status dot, swapped in place by id."""
+    from django.db.models import Count, Max
+
+    stats = experiment.runs.aggregate(run_count=Count("pk"), last_activity=Max("updated_at"))
+    experiment.run_count = stats["run_count"]  # type: ignore[attr-defined]
+    experiment.last_activity = stats["last_activity"]  # type: ignore[attr-defined]
+    return [render_to_string("live/_experiment_oob.html", {"e": experiment, "oob": True})]
+
+
+register_experiment_fragment("live.experiment_row", experiment_row_fragments)
