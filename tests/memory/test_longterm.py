@@ -81,3 +81,17 @@ def test_daily_file_import_is_idempotent(experiment) -> None:
         ("first", "", None), ("second", "researcher", 0.7), ("third", "", None),
     ]  # fmt: skip
     assert MemoryChunk.objects.filter(experiment=experiment, tier="working").count() == 3
+
+
+def test_retention_archives_old_entries_and_keeps_them(experiment) -> None:
+    from datetime import date
+
+    from memory.services import append_daily_entry, archive_old_entries
+
+    append_daily_entry(experiment=experiment, content="old", day=date(2026, 9, 1), dedupe_key="a")
+    append_daily_entry(experiment=experiment, content="recent", day=date(2026, 11, 1), dedupe_key="b")
+    MemoryEntry.objects.update(is_archived=False)
+    assert archive_old_entries(experiment=experiment, today=date(2026, 11, 20)) == 1
+    assert list(MemoryEntry.objects.visible().values_list("content", flat=True)) == ["recent"]
+    assert MemoryEntry.objects.count() == 2
+    assert MemoryChunk.objects.get(experiment=experiment, content="old").is_archived

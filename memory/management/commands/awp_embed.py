@@ -12,6 +12,7 @@ from tqdm import tqdm
 from experiments.models import Experiment
 from memory import embeddings
 from memory.chunks import embed_pending_chunks, pending_count
+from memory.services import archive_old_entries
 
 
 class Command(BaseCommand):
@@ -31,18 +32,25 @@ class Command(BaseCommand):
             experiment = Experiment.objects.filter(slug=options["experiment"]).first()
             if experiment is None:
                 raise CommandError(f"No experiment with slug '{options['experiment']}'.")
-        if not embeddings.is_enabled():
+        enabled = embeddings.is_enabled()
+        if not enabled:
             # A disabled embedder is a supported configuration, not an error: awp_serve must not see a crash.
             self.stdout.write("The semantic tier is disabled (AWP_EMBEDDER=none): nothing to embed.")
-            if options["loop"]:
-                self._idle(options["interval"])
-            return
         while True:
-            self._embed_once(experiment, options["batch_size"])
+            self._archive(experiment)
+            if enabled:
+                self._embed_once(experiment, options["batch_size"])
             if not options["loop"]:
                 return
             close_old_connections()
-            time.sleep(options["interval"])
+            time.sleep(options["interval"] if enabled else max(options["interval"], 60.0))
+
+    def _archive(self, experiment: Experiment | None) -> None:
+        # Retention runs with the worker: working entries past retention_days are archived, never deleted.
+        for each in [experiment] if experiment else Experiment.objects.all():
+            archived = archive_old_entries(experiment=each)
+            if archived:
+                self.stdout.write(f"Archived {archived} working entr{'y' if archived == 1 else 'ies'} of {each.slug}.")
 
     def _embed_once(self, experiment: Experiment | None, batch_size: int) -> None:
         total = pending_count(experiment=experiment)
@@ -51,7 +59,3 @@ class Command(BaseCommand):
         with tqdm(total=total, unit="chunk", desc="embedding", file=self.stderr._out) as bar:
             done = embed_pending_chunks(experiment=experiment, batch_size=batch_size, on_batch=bar.update)
         self.stdout.write(f"Embedded {done} chunk(s) with {embeddings.current_model_name()}.")
-
-    def _idle(self, interval: float) -> None:
-        while True:
-            time.sleep(max(interval, 60.0))
