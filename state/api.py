@@ -41,22 +41,21 @@ class HistoryOut(Schema):
     deltas: list[DeltaOut]
 
 
-def run_for(request: HttpRequest, run_id: str) -> Run:
-    """The run named by its pk or the runtime's run id, if the caller may read its experiment's state."""
+def run_for(request: HttpRequest, run_id: str, experiment: str | None = None) -> Run:
+    """The run named by the runtime's run id (newest, or in `experiment`) or by its number, if the caller may read it."""
     caller = request.auth  # type: ignore[attr-defined]
     if caller.token is not None:
         experiments = Experiment.objects.filter(pk=caller.token.experiment_id)
     else:
         experiments = Experiment.objects.visible_to(caller.user)
+    if experiment:
+        experiments = experiments.filter(slug=experiment)
     runs = Run.objects.filter(experiment__in=experiments).select_related("experiment")
-    found = runs.filter(pk=int(run_id)).first() if run_id.isdigit() and len(run_id) < 18 else None
+    found = runs.filter(run_id=run_id).order_by("-created_at").first()
+    if found is None and run_id.isdigit() and len(run_id) < 18:
+        found = runs.filter(pk=int(run_id)).first()
     if found is None:
-        matches = list(runs.filter(run_id=run_id)[:2])
-        if len(matches) > 1:
-            raise ApiError(409, "run_ambiguous", f"Run id '{run_id}' exists in several experiments; use the run's number instead.")
-        found = matches[0] if matches else None
-    if found is None:
-        raise ApiError(404, "run_not_found", f"No run '{run_id}' that you can see.")
+        raise ApiError(404, "unknown_run", f"No run '{run_id}' that you can see.")
     authorize_experiment(request, found.experiment, scope="memory:read")
     return found
 
@@ -72,8 +71,10 @@ def may_reveal(request: HttpRequest, run: Run, reveal: bool) -> bool:
 
 
 @router.get("/runs/{run_id}/state", response=StateOut, summary="A run's state at a seq (as an agent sees it)")
-def get_state(request: HttpRequest, run_id: str, seq: int | None = None, as_agent: str = "", reveal: bool = False) -> dict[str, Any]:
-    run = run_for(request, run_id)
+def get_state(
+    request: HttpRequest, run_id: str, seq: int | None = None, as_agent: str = "", reveal: bool = False, experiment: str | None = None
+) -> dict[str, Any]:
+    run = run_for(request, run_id, experiment)
     if seq is not None and seq < 0:
         raise ApiError(422, "invalid_seq", "seq must be zero or a positive ledger position.")
     reveal = may_reveal(request, run, reveal)
@@ -86,8 +87,8 @@ def get_state(request: HttpRequest, run_id: str, seq: int | None = None, as_agen
 
 
 @router.get("/runs/{run_id}/state/history", response=HistoryOut, summary="Every delta that touched a path (blame)")
-def get_history(request: HttpRequest, run_id: str, path: str) -> dict[str, Any]:
-    run = run_for(request, run_id)
+def get_history(request: HttpRequest, run_id: str, path: str, experiment: str | None = None) -> dict[str, Any]:
+    run = run_for(request, run_id, experiment)
     try:
         normalized = format_path(parse_path(path))
     except PathError as exc:

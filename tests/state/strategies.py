@@ -7,9 +7,12 @@ from hypothesis import strategies as st
 from state.deltas import DeltaError, Limits, StateBook, delta_from_payload
 from state.replay import Change
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False, width=32), st.text(max_size=6))
-json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)), max_leaves=8)
-documents = st.dictionaries(st.text(max_size=4), json_values, max_size=5)
+# Postgres jsonb cannot hold U+0000 or lone surrogates, so the generated text avoids them.
+texts = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=6)
+keys = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=4)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False, width=32), texts)
+json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)), max_leaves=8)
+documents = st.dictionaries(keys, json_values, max_size=5)
 
 _keys = st.sampled_from(["a", "b", "c", "_meta"])
 _paths = st.lists(_keys, min_size=1, max_size=3).map(lambda keys: "$" + "".join(f".{k}" for k in keys))
