@@ -6,9 +6,11 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "awp_site.settings")
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
-django_asgi_app = get_asgi_application()
+# Serve /static/ (htmx, app JS and CSS) from the ASGI app itself, so daphne alone is a working site.
+django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
