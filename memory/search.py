@@ -226,32 +226,40 @@ def _table_vector_count(model: str) -> int:
     return max(1, int(rows[0][0]) if rows else 1)
 
 
+def plan_semantic(k: int, experiment_rows: int, table_rows: int, threshold: int = EXACT_SEARCH_THRESHOLD) -> int | None:
+    """None for an exact scan (small experiment), else the hnsw.ef_search that leaves ~k rows after the filter.
+
+    pgvector 0.6 filters HNSW candidates after the scan, so about ef_search × (experiment share) rows survive;
+    ef_search is sized for 8× k of them (capped at pgvector's 1000), and a short answer falls back to exact.
+    """
+    if experiment_rows <= threshold:
+        return None
+    share = max(experiment_rows / max(table_rows, experiment_rows), 1e-6)
+    return min(HNSW_MAX_EF_SEARCH, max(40, math.ceil(8 * k / share)))
+
+
+def semantic_sql(where: str, *, exact: bool, columns: str = _COLUMNS) -> str:
+    """The nearest-neighbour query: params are (vector, *where params, vector, k). Score = 1 - cosine distance / 2."""
+    # "+ 0" keeps the planner off the HNSW index: an exact scan of the rows the filter (btree) selects.
+    order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
+    return (f"SELECT {columns}, 1 - (c.embedding <=> %s::vector) / 2 FROM memory_memorychunk c "
+            f"WHERE {where} ORDER BY {order} LIMIT %s")  # fmt: skip
+
+
 def semantic_query(
     vector: str, clauses: list[str], params: list[Any], k: int, experiment_rows: int, table_rows: int
 ) -> tuple[str, list[SearchHit]]:
-    """Nearest chunks under `clauses`: exact scan for small experiments, HNSW (ef_search sized to the filter) else.
-
-    Must run inside a transaction (SET LOCAL). Cosine distance d in [0, 2] becomes the score 1 - d/2.
-    """
+    """Nearest chunks under `clauses` with the plan of `plan_semantic`; must run inside a transaction (SET LOCAL)."""
     where = " AND ".join(clauses)
-    if experiment_rows <= EXACT_SEARCH_THRESHOLD:
-        # "+ 0" keeps the planner off the HNSW index: an exact, correctly filtered scan.
-        order = "(c.embedding <=> %s::vector) + 0"
-        strategy = "exact"
-    else:
-        share = max(experiment_rows / max(table_rows, experiment_rows), 1e-6)
-        ef = min(HNSW_MAX_EF_SEARCH, max(40, math.ceil(4 * k / share)))
+    ef = plan_semantic(k, experiment_rows, table_rows)
+    if ef is not None:
         with connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-        order = "c.embedding <=> %s::vector"
-        strategy = f"hnsw(ef_search={ef})"
-    sql = (f"SELECT {_COLUMNS}, 1 - (c.embedding <=> %s::vector) / 2 FROM memory_memorychunk c "
-           f"WHERE {where} ORDER BY {order} LIMIT %s")  # fmt: skip
-    rows = _rows(sql, [vector, *params, vector, k])
-    if len(rows) < min(k, experiment_rows) and strategy != "exact":
-        # The post-filtered index scan came up short: fall back to the exact scan rather than return too few.
-        sql = sql.replace("ORDER BY c.embedding <=> %s::vector", "ORDER BY (c.embedding <=> %s::vector) + 0")
-        rows = _rows(sql, [vector, *params, vector, k])
+    rows = _rows(semantic_sql(where, exact=ef is None), [vector, *params, vector, k])
+    strategy = "exact" if ef is None else f"hnsw(ef_search={ef})"
+    if ef is not None and len(rows) < min(k, experiment_rows):
+        # The post-filtered index scan came up short: answer exactly rather than return too few.
+        rows = _rows(semantic_sql(where, exact=True), [vector, *params, vector, k])
         strategy += "+exact"
     return strategy, _hits(rows)
 
