@@ -188,17 +188,14 @@ def curated_context(experiment: Experiment, role: str | None) -> dict[str, Any]:
 @require_GET
 @experiment_view()
 def curated_panel(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    context = curated_context(experiment, request.experiment_role)  # type: ignore[attr-defined]
-    return render(request, "curation/_curated_panel.html", context)
+    return render(request, "curation/_curated_panel.html", {"experiment": experiment})
 
 
 def _panel_response(request: HttpRequest, experiment: Experiment, note: str) -> HttpResponse:
     if not request.htmx:
         messages.info(request, note)
         return redirect(reverse("memory:tab", args=[experiment.slug]))
-    context = curated_context(experiment, request.experiment_role)  # type: ignore[attr-defined]
-    context["note"] = note
-    return render(request, "curation/_curated_panel.html", context)
+    return render(request, "curation/_curated_panel.html", {"experiment": experiment, "note": note})
 
 
 @require_POST

@@ -156,3 +156,12 @@ def test_curated_panel_and_retract(experiment, curator, viewer, proposal):
 def test_experiments_list_shows_pending_badge(experiment, viewer, proposal):
     body = _client(viewer).get("/").content.decode()
     assert f'id="pending-badge-{experiment.pk}">1</span>' in body
+
+
+def test_memory_tab_curated_subtab_includes_the_panel(experiment, curator, proposal):
+    from django.urls import reverse
+
+    client = _client(curator)
+    client.post(f"/experiments/{experiment.slug}/review/{proposal.pk}/vote", {"verdict": "approve"})
+    body = client.get(reverse("memory:curated", args=[experiment.slug])).content.decode()
+    assert 'id="curated-panel"' in body and FACT in body and "Retract</button>" in body and "v1" in body
