@@ -110,9 +110,17 @@ def long_term_restore(request: HttpRequest, experiment: Experiment, version: int
 @require_GET
 @experiment_view()
 def curated(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    # The curation part owns this panel; until its template exists a placeholder stands in.
+    # The curation part owns this panel (template and context); without it a placeholder stands in.
     panel = select_template(["curation/_curated_panel.html", "memory/_curated_placeholder.html"]).template.name
-    return _tab(request, experiment, "curated", curated_panel=panel)
+    extra: dict[str, Any] = {}
+    try:
+        from memory.curation.views import curated_context
+    except ImportError:
+        pass
+    else:
+        extra = curated_context(experiment, request.experiment_role)  # type: ignore[attr-defined]
+        extra.pop("experiment", None)
+    return _tab(request, experiment, "curated", **{**extra, "curated_panel": panel})
 
 
 @require_GET

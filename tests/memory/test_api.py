@@ -186,3 +186,10 @@ def test_memory_write_event_pushed_into_a_run_is_applied(client, experiment) -> 
                         {"agent_id": "a", "target": "daily", "content": "via the ledger", "run_id": run.run_id})  # fmt: skip
     assert status == 200 and run.events.filter(kind="memory.write").count() == 1
     assert MemoryEntry.objects.get(experiment=experiment).run == run
+
+
+def test_prior_block_comes_from_promoted_memory(client, experiment) -> None:
+    token = make_token(experiment, ["memory:read"])
+    status, body = call(client, token, experiment.slug, "memory/prior", {})
+    assert status == 200 and body["ok"] is True
+    assert isinstance(body["data"]["block"], str) and len(body["data"]["block"]) <= 3000
