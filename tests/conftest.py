@@ -110,8 +110,10 @@ def asgi_server(live_server_factory) -> AsgiServer:  # type: ignore[no-untyped-d
     return live_server_factory()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[object]:
+    # Function scope on purpose: Playwright's sync API leaves an event loop running on the main thread while it
+    # is started, which would break later async_to_sync users (websocket consumer tests) in the same session.
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing: run `make test` (it installs it) or apt-get install chromium")
     from playwright.sync_api import sync_playwright
