@@ -113,3 +113,19 @@ def test_sub_manager_digests_count_towards_facts(tmp_path, transactional_db):
     runs = {e.run_id for e in sub_fact.evidence.all()}
     assert len(runs) >= 2  # confirmed by digests of different (sub-manager) runs
     assert all(Run.objects.get(pk=pk).parent_id is not None for pk in runs)
+
+
+def test_runtime_antipattern_file_and_ledger_agree_on_the_key(tmp_path, transactional_db):
+    """The runtime's antipattern file and the dashboard's ledger rule name the same failure identically."""
+    llm = FakeLLM(Script(iterations=1, confidences=[0.2])).start()
+    try:
+        run_delegation_loop(tmp_path / "low", llm)
+    finally:
+        llm.stop()
+    [file] = list((tmp_path / "low" / "memory" / "antipatterns").glob("*.md"))
+    experiment = make_experiment(slug="interop-antipattern")
+    awp_import(tmp_path / "low", experiment.slug)
+    [proposal] = Proposal.objects.filter(experiment=experiment, kind="antipattern")
+    refs = [e.ref for e in proposal.evidence.all()]
+    assert proposal.key == file.stem and proposal.details["reason"] == "low_confidence"
+    assert any(r.startswith("file:") for r in refs) and any(r.startswith("event:") for r in refs)
