@@ -94,11 +94,14 @@ def _broadcast(groups: list[str], message: dict[str, Any]) -> None:
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
+    from awp_site.channel_layer import PostgresNotifyLayer
+
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        if hasattr(layer, "group_send_sync"):
+        # isinstance, not hasattr: the Redis pub/sub layer proxies attributes to a per-loop object.
+        if isinstance(layer, PostgresNotifyLayer):
             layer.group_send_sync(groups, message)  # Postgres NOTIFY over Django's connection
         else:
 

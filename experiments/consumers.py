@@ -161,7 +161,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
                         await self.close(code=CLOSE_FORBIDDEN)
                         return
                 body, seq, again = await self.build_frame()
-                if body:
+                if body or seq is not None:  # a frame that only moves the seq still lets the page resume right
                     self.frames_sent += 1
                     await self.send(text_data=body + frame_mark(self.frames_sent, seq))
                     last_frame_at = loop.time()
