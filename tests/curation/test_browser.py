@@ -105,3 +105,19 @@ def test_edit_and_approve_and_viewer_cannot_vote(asgi_server, page):
         f"{asgi_server.url}/experiments/{experiment.slug}/review/{proposal.pk}/vote",
     )
     assert status == 403
+
+
+def test_pending_badge_updates_live_on_the_list_and_the_experiment_page(asgi_server, page, browser):
+    experiment = make_experiment(slug="live-badge")
+    curator = make_member(experiment, "curator")
+    run, _ = two_iteration_run(experiment, FACTS[0])
+    login(page, asgi_server, curator.username)
+    page.goto(f"{asgi_server.url}/experiments/{experiment.slug}/review/")
+    expect(page.locator("#live-indicator")).to_have_attribute("data-state", "live")
+    other = page.context.new_page()
+    other.goto(f"{asgi_server.url}/")
+    expect(other.locator("#live-indicator")).to_have_attribute("data-state", "live")
+
+    curate_run(run=run)  # in this process; on commit it announces the change to both pages
+    expect(page.locator("#pending-badge")).to_have_text("1")
+    expect(other.locator(f"#pending-badge-{experiment.pk}")).to_have_text("1")
