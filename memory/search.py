@@ -33,7 +33,7 @@ CHUNK_TIERS = {"semantic": ("long_term", "working", "episodic", "notes")}
 MAX_RESULTS_LIMIT = 100
 # Up to this many vectors in one experiment, semantic search scans them exactly (btree on experiment_id):
 # HNSW post-filters by experiment on pgvector 0.6 and then returns too few rows for a small experiment.
-EXACT_SEARCH_THRESHOLD = int(getattr(settings, "AWP_MEMORY_EXACT_THRESHOLD", 50_000))
+EXACT_SEARCH_THRESHOLD = int(getattr(settings, "AWP_MEMORY_EXACT_THRESHOLD", 10_000))
 HNSW_MAX_EF_SEARCH = 1000
 
 
