@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -51,6 +52,16 @@ def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpRespons
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     body = {"code": f"http_{exc.status_code}", "message": str(exc)}
     return api.create_response(request, body, status=exc.status_code)
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def on_database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # Postgres restarting or unreachable: a retryable 503 with a code, not an HTML 500 (clients retry on it).
+    body = {"code": "database_unavailable", "message": "The database is unavailable right now; retry shortly.", "retry_after": 2}
+    response = api.create_response(request, body, status=503)
+    response["Retry-After"] = "2"
+    return response
 
 
 def _mount_routers() -> None:
