@@ -182,7 +182,7 @@ class FolderImporter:
         runs = self._ensure_runs(experiment, task, scan, workflow_dir)
         if total:
             total(len(scan.files) + len(scan.memory))
-        cursors = {c.path: c for c in IngestCursor.objects.filter(folder=str(workflow_dir))}
+        cursors = {c.path: c for c in IngestCursor.objects.filter(experiment=experiment, folder=str(workflow_dir))}
         work: dict[str, _RunWork] = {}
         files = sorted(scan.files, key=lambda f: (runs[f.run_id].depth, f.run_id, f.order, f.relpath))
         for source in files:
@@ -247,6 +247,8 @@ class FolderImporter:
         signature = (stat.st_size, stat.st_mtime_ns)
         if self._stat_cache.get(str(path)) == signature:
             return
+        if not self.final and source.final_after and not any((workflow_dir / rel).exists() for rel in source.final_after):
+            return  # the iteration is still open: the runtime will rewrite this file when it closes it
         if source.is_jsonl:
             done = self._read_jsonl(workflow_dir, source, path, cursor, item)
         else:
@@ -330,7 +332,7 @@ class FolderImporter:
         with transaction.atomic():
             result = append_events(item.run, [_event_in(spec) for spec in item.events], ctx=self.ctx)
             for path, offset, generation, sha in item.cursors:
-                IngestCursor.objects.update_or_create(path=path, defaults={"folder": folder, "offset": offset, "generation": generation, "content_sha": sha})
+                IngestCursor.objects.update_or_create(experiment_id=item.run.experiment_id, path=path, defaults={"folder": folder, "offset": offset, "generation": generation, "content_sha": sha})
             if item.problems:
                 IngestProblem.objects.bulk_create(item.problems, ignore_conflicts=True)
         stats.new_events += result.new_count

@@ -347,7 +347,9 @@ class IngestProblem(models.Model):
 class IngestCursor(models.Model):
     """How far a file has been ingested: byte offset for JSONL, content SHA for JSON; a restart resumes here."""
 
-    path = models.CharField(max_length=1500, unique=True, help_text="absolute file path")
+    # Per experiment: the same folder imported into two experiments is read twice, once for each.
+    experiment = models.ForeignKey(Experiment, null=True, on_delete=models.CASCADE, related_name="+")
+    path = models.CharField(max_length=1500, help_text="absolute file path")
     folder = models.CharField(max_length=1000, help_text="the watched/imported folder")
     offset = models.BigIntegerField(default=0)
     generation = models.IntegerField(default=0, help_text="bumped when a JSONL file was truncated in place")
@@ -355,7 +357,8 @@ class IngestCursor(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        indexes = [models.Index(fields=["folder"])]
+        constraints = [models.UniqueConstraint(fields=["experiment", "path"], name="ingest_cursor_unique")]
+        indexes = [models.Index(fields=["experiment", "folder"])]
 
     def __str__(self) -> str:
         return f"{self.path} @{self.offset}"

@@ -23,6 +23,8 @@ DELEGATION_FILES = {
     "tool_calls.json": "worker.tool_calls",
     "critique.json": "worker.critique",
 }
+# Written progressively and then rewritten by DelegationLoopRunner.log_iteration (awp-agents 1.0.56).
+REWRITTEN_FILES = {"manager_decision.json", "budget_snapshot.json", "envelope.json", "result.json", "tool_calls.json"}
 MEMORY_DIRS = {"tools": "tool", "facts": "fact", "antipatterns": "antipattern"}
 DAILY_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 ITERATION_DIR = re.compile(r"^\d+$")
@@ -52,6 +54,9 @@ class SourceFile:
     worker: str = ""
     depth: int = 0
     order: tuple[int, ...] = (0,)
+    # The runtime writes some iteration files twice (progressively, then again when the iteration ends);
+    # a follower should wait until one of these exists before taking the file as final.
+    final_after: tuple[str, ...] = ()
 
     @property
     def is_jsonl(self) -> bool:
@@ -139,9 +144,12 @@ def _scan_run_dir(root: Path, run_dir: Path, run: RunDir, scan: WorkflowScan) ->
 
 def _scan_iteration(root: Path, it_dir: Path, rel: str, number: int, run: RunDir, scan: WorkflowScan) -> None:
     names = _visible(os.listdir(it_dir))
+    # validation.json is the last file the runtime writes when it closes an iteration.
+    settled = (f"{rel}/validation.json", f"{run.relpath}/run_completion.json")
     for position, (name, kind) in enumerate(ITERATION_FILES.items()):
         if name in names:
-            scan.files.append(SourceFile(f"{rel}/{name}", run.run_id, kind, iteration=number, depth=run.depth, order=(1, number, 0, position)))
+            final_after = settled if name in REWRITTEN_FILES else ()
+            scan.files.append(SourceFile(f"{rel}/{name}", run.run_id, kind, iteration=number, depth=run.depth, order=(1, number, 0, position), final_after=final_after))
     if "delegations" not in names or not (it_dir / "delegations").is_dir():
         return
     for worker in _visible(os.listdir(it_dir / "delegations")):
@@ -151,8 +159,18 @@ def _scan_iteration(root: Path, it_dir: Path, rel: str, number: int, run: RunDir
         worker_names = _visible(os.listdir(worker_dir))
         for position, (name, kind) in enumerate(DELEGATION_FILES.items()):
             if name in worker_names:
+                final_after = settled if name in REWRITTEN_FILES else ()
                 scan.files.append(
-                    SourceFile(f"{rel}/delegations/{worker}/{name}", run.run_id, kind, iteration=number, worker=worker, depth=run.depth, order=(1, number, 1, position))
+                    SourceFile(
+                        f"{rel}/delegations/{worker}/{name}",
+                        run.run_id,
+                        kind,
+                        iteration=number,
+                        worker=worker,
+                        depth=run.depth,
+                        order=(1, number, 1, position),
+                        final_after=final_after,
+                    )
                 )
         if "runs" in worker_names and (worker_dir / "runs").is_dir():
             for sub_id in _visible(os.listdir(worker_dir / "runs")):
