@@ -130,6 +130,10 @@ class RedisServer:
             time.sleep(0.05)
         raise TimeoutError("redis-server did not start")
 
+    def start_on_same_port(self) -> RedisServer:
+        """Start again after stop() on the same port (a restart, as clients see it)."""
+        return self.start()
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
