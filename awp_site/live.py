@@ -1,9 +1,17 @@
 """Live updates, notify-then-read: ingest announces 'run R reached seq N'; consumers read rows and render.
 
 The live capability implements the transport (channel layer groups, consumers). Apps contribute what a
-live page shows by registering fragment renderers: functions returning htmx out-of-band HTML strings
-(`<tr id=… hx-swap-oob="beforeend:#timeline-rows">…`), rendered with the same partials as the pages and
-redacted for the viewer.
+live page shows by registering fragment renderers: functions returning htmx out-of-band HTML strings, rendered with the same
+partials as the pages and redacted for the viewer.
+
+- Replace an element: give it its id and `hx-swap-oob="true"` (`<div id="run-header" hx-swap-oob="true">…`).
+- Append rows: htmx inserts the *children* of the OOB element, so wrap them:
+  `<tbody hx-swap-oob="beforeend:#timeline-rows"><tr id="event-41">…</tr><tr id="event-42">…</tr></tbody>`.
+  Give each row an id: static/js/live.js drops appended rows whose id is already on the page, so a
+  reconnect or a re-rendered tab never shows a row twice.
+- Frames are cached per (run, seq range, role, reveal_sensitive) and shared by sockets at the same position:
+  a run renderer must depend on the viewer only through `role` and `reveal_sensitive`.
+- Every frame also carries `#live-mark` (data-seq = newest seq sent), so the page resumes from what it has.
 """
 
 from __future__ import annotations

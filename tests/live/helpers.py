@@ -22,11 +22,11 @@ MARK = re.compile(r'id="live-mark"[^>]*data-frame="(\d+)"(?: data-seq="(\d+)")?'
 
 def test_rows(run: Any, events: list[Any], viewer: live.Viewer) -> list[str]:
     """A stand-in timeline renderer that redacts the way real ones must."""
-    return [
-        f'<tr id="test-ev-{e.seq}" hx-swap-oob="beforeend:#timeline-rows"><td>{e.kind}</td>'
-        f"<td>{escape(json.dumps(redact_for(run.experiment, e.payload)))}</td></tr>"
+    rows = "".join(
+        f'<tr id="test-ev-{e.seq}"><td>{e.kind}</td><td>{escape(json.dumps(redact_for(run.experiment, e.payload)))}</td></tr>'
         for e in events
-    ]
+    )
+    return [f'<tbody hx-swap-oob="beforeend:#timeline-rows">{rows}</tbody>'] if events else []
 
 
 def install_test_renderer() -> None:

@@ -210,14 +210,19 @@ def test_sockets_leave_no_database_sessions_behind(experiment, viewer):
 
     run = make_run(experiment)
 
+    def sessions() -> set[int]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            return {row[0] for row in cursor.fetchall()}
+
+    before = sessions()
+
     async def scenario():  # type: ignore[no-untyped-def]
         comm = communicator(f"/ws/runs/{run.pk}/", viewer)
         assert (await comm.connect())[0]
+        await database_sync_to_async(append)(run, 2)
+        await Frames(comm).until_seq(2)
         await comm.disconnect()
 
     run_async(scenario)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-        assert cursor.fetchall() == []
+    assert sessions() - before == set()
