@@ -178,12 +178,15 @@ def _largest(high: int, fits: Any) -> int | None:
     return low
 
 
-def apply_op(state: dict[str, Any], op: str, path: Path, value: Any) -> None:
-    """Apply one already-accepted change in place (replay trusts the recorded outcome)."""
+def apply_op(state: dict[str, Any], op: str, path: Path, value: Any, *, copy: bool = True) -> None:
+    """Apply one already-accepted change in place (replay trusts the recorded outcome).
+
+    `copy=False` is for values nobody else holds (freshly decoded rows): the state may then own them.
+    """
     if op == "add":
-        insert_path(state, path, copy_json(value))
+        insert_path(state, path, copy_json(value) if copy else value)
     elif op == "modify":
-        set_path(state, path, copy_json(value), create=False)
+        set_path(state, path, copy_json(value) if copy else value, create=False)
     elif op == "remove":
         remove_path(state, path)
     else:

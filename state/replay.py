@@ -47,7 +47,7 @@ class Snapshot:
 class StateModel(Protocol):
     name: str
 
-    def replay(self, state: dict[str, Any], changes: Iterable[Change]) -> dict[str, Any]: ...
+    def replay(self, state: dict[str, Any], changes: Iterable[Change], *, owned: bool = False) -> dict[str, Any]: ...
 
 
 class SharedDict:
@@ -55,11 +55,11 @@ class SharedDict:
 
     name = "shared_dict"
 
-    def replay(self, state: dict[str, Any], changes: Iterable[Change]) -> dict[str, Any]:
-        """Apply `changes` to a copy of `state`."""
-        out = copy_json(state)
+    def replay(self, state: dict[str, Any], changes: Iterable[Change], *, owned: bool = False) -> dict[str, Any]:
+        """Apply `changes` to a copy of `state` (to `state` itself when the caller owns state and changes)."""
+        out = state if owned else copy_json(state)
         for change in changes:
-            apply_op(out, change.op, parse_path(change.path), change.value)
+            apply_op(out, change.op, parse_path(change.path), change.value, copy=not owned)
         return out
 
 
@@ -86,9 +86,9 @@ class EventSourced:
         apply_op(state, event["type"].removeprefix("state."), parse_path(payload["path"]), payload["value"])
         return state
 
-    def replay(self, state: dict[str, Any], changes: Iterable[Change]) -> dict[str, Any]:
+    def replay(self, state: dict[str, Any], changes: Iterable[Change], *, owned: bool = False) -> dict[str, Any]:
         """Reduce the events of `changes` onto a copy of `state`."""
-        out = copy_json(state)
+        out = state if owned else copy_json(state)
         for event in map(self.to_event, changes):
             self.reduce(out, event)
         return out
@@ -99,10 +99,10 @@ class Cqrs:
 
     name = "cqrs"
 
-    def replay(self, state: dict[str, Any], changes: Iterable[Change]) -> dict[str, Any]:
+    def replay(self, state: dict[str, Any], changes: Iterable[Change], *, owned: bool = False) -> dict[str, Any]:
         """Run the changes as commands, then answer the query 'whole state'."""
         write_model = {key: json.dumps(value) for key, value in state.items()}
-        projection = copy_json(state)
+        projection = state if owned else copy_json(state)
         for change in changes:
             path = parse_path(change.path)
             top = path[0]
