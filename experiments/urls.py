@@ -1,6 +1,6 @@
 from django.urls import path
 
-from experiments import views
+from experiments import run_views, views
 
 app_name = "experiments"
 
@@ -9,11 +9,10 @@ urlpatterns = [
     path("experiments/new", views.experiment_create, name="create"),
     path("experiments/<slug:slug>/", views.experiment_detail, name="detail"),
     path("experiments/<slug:slug>/protocol/", views.protocol_tab, name="protocol"),
-    path("experiments/<slug:slug>/runs/", views.runs_tab, name="runs"),
-    path("experiments/<slug:slug>/runs/<int:pk>/", views.run_detail, name="run-detail"),
-    # Placeholders until the ingest capability gives each run tab its own view.
-    path("experiments/<slug:slug>/runs/<int:pk>/iterations/", views.run_detail, name="run-iterations"),
-    path("experiments/<slug:slug>/runs/<int:pk>/board/", views.run_detail, name="run-board"),
-    path("experiments/<slug:slug>/runs/<int:pk>/digests/", views.run_detail, name="run-digests"),
-    path("experiments/<slug:slug>/runs/<int:pk>/problems/", views.run_detail, name="run-problems"),
+    path("experiments/<slug:slug>/runs/", run_views.runs_tab, name="runs"),
+    path("experiments/<slug:slug>/runs/<int:pk>/", run_views.run_detail, name="run-detail"),
+    path("experiments/<slug:slug>/runs/<int:pk>/iterations/", run_views.run_iterations, name="run-iterations"),
+    path("experiments/<slug:slug>/runs/<int:pk>/board/", run_views.run_board, name="run-board"),
+    path("experiments/<slug:slug>/runs/<int:pk>/digests/", run_views.run_digests, name="run-digests"),
+    path("experiments/<slug:slug>/runs/<int:pk>/problems/", run_views.run_problems, name="run-problems"),
 ]

@@ -111,17 +111,5 @@ def protocol_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     return render_tab(request, "experiments/protocol_tab.html", {"experiment": experiment, "form": form, "tab": "protocol"})
 
 
-@require_GET
-@experiment_view()
-def runs_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    runs = experiment.runs.roots().select_related("task")
-    return render_tab(request, "experiments/runs_tab.html", {"experiment": experiment, "runs": runs, "tab": "runs"})
-
-
-@require_GET
-@experiment_view()
-def run_detail(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
-    from django.shortcuts import get_object_or_404
-
-    run = get_object_or_404(experiment.runs, pk=pk)
-    return render(request, "experiments/run_detail.html", {"experiment": experiment, "run": run, "run_tab": "timeline"})
+# The Runs tab and the run pages live in run_views (the ingest part).
+from experiments.run_views import run_detail, runs_tab  # noqa: E402,F401

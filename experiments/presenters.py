@@ -1,0 +1,162 @@
+"""Shape ledger rows for the run pages: redacted payloads, budget bars, run trees, confidence sparklines."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from experiments.models import Digest, Event, Experiment, IngestProblem, Run
+from state.services_redaction import redact_for
+
+BUDGET_KEYS = (("loops", "used"), ("workers", "spawned"), ("tokens", "consumed"), ("tool_calls", "used"), ("wall_time", "elapsed_s"))
+
+
+def event_summary(kind: str, payload: dict[str, Any]) -> str:
+    """A one-line description of an event for the timeline."""
+    picks = {
+        "iteration.decision": ("decision", "reasoning"),
+        "worker.complete": ("summary", "confidence"),
+        "worker.spawn": ("instructions",),
+        "board.post": ("topic",),
+        "log": ("msg",),
+        "run.complete": ("status", "reason"),
+        "run.start": ("task",),
+        "digest": ("sha",),
+        "state.snapshot": ("agent_id",),
+    }.get(kind)
+    if picks:
+        text = " · ".join(str(payload.get(k)) for k in picks if payload.get(k) not in (None, ""))
+        if text:
+            return text[:240]
+    return json.dumps(payload, ensure_ascii=False, default=str)[:240]
+
+
+@dataclass
+class EventView:
+    seq: int
+    kind: str
+    agent_id: str
+    iteration: int | None
+    depth: int
+    occurred_at: Any
+    summary: str
+    pretty: str
+
+
+def present_events(experiment: Experiment, events: list[Event]) -> list[EventView]:
+    """Redacted, summarised events for templates (one redaction call for the whole page)."""
+    payloads = redact_for(experiment, [e.payload for e in events])
+    return [
+        EventView(e.seq, e.kind, e.agent_id, e.iteration, e.depth, e.occurred_at or e.recorded_at, event_summary(e.kind, p if isinstance(p, dict) else {}), json.dumps(p, indent=2, ensure_ascii=False, default=str)[:20_000])
+        for e, p in zip(events, payloads, strict=True)
+    ]
+
+
+def budget_bars(run: Run) -> list[dict[str, Any]]:
+    """Budget used vs max per dimension, from the latest snapshot (or the manifest's maxima)."""
+    used = run.budget_used or {}
+    bars = []
+    for key, used_key in BUDGET_KEYS:
+        entry = used.get(key) if isinstance(used.get(key), dict) else {}
+        value = entry.get(used_key)
+        maximum = entry.get("max") or entry.get("max_s")
+        if isinstance(value, int | float) and isinstance(maximum, int | float) and maximum > 0:
+            bars.append({"name": key.replace("_", " "), "used": value, "max": maximum, "pct": min(100, round(100 * value / maximum, 1))})
+    return bars
+
+
+def sparkline(values: list[Any], width: int = 160, height: int = 36) -> dict[str, Any]:
+    """Points of an SVG polyline for confidence values in 0..1 (server-rendered; no scripts)."""
+    numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if not numbers:
+        return {"points": "", "dots": [], "width": width, "height": height}
+    step = width / max(1, len(numbers) - 1)
+    dots = [(round(i * step if len(numbers) > 1 else width / 2, 1), round(height - 2 - max(0.0, min(1.0, v)) * (height - 4), 1), v) for i, v in enumerate(numbers)]
+    return {"points": " ".join(f"{x},{y}" for x, y, _ in dots), "dots": dots, "width": width, "height": height}
+
+
+@dataclass
+class RunNode:
+    run: Run
+    children: list[RunNode] = field(default_factory=list)
+    is_best: bool = False
+
+
+def run_forest(runs: list[Run], best_ids: set[int]) -> list[RunNode]:
+    """Roots with their sub-manager runs nested (runs whose parent is filtered out become roots)."""
+    nodes = {run.pk: RunNode(run, is_best=run.pk in best_ids) for run in runs}
+    roots: list[RunNode] = []
+    for node in nodes.values():
+        parent = nodes.get(node.run.parent_id) if node.run.parent_id else None
+        (parent.children if parent else roots).append(node)
+    return roots
+
+
+def flatten(nodes: list[RunNode], depth: int = 0) -> list[tuple[int, RunNode]]:
+    """Depth-first (indent, node) pairs for a table."""
+    out: list[tuple[int, RunNode]] = []
+    for node in nodes:
+        out.append((depth, node))
+        out.extend(flatten(node.children, depth + 1))
+    return out
+
+
+def iterations_of(experiment: Experiment, run: Run) -> list[dict[str, Any]]:
+    """Per iteration: the manager decision, budget, validation, critique and each worker's envelope/result/tools."""
+    events = list(run.events.filter(kind__regex=r"^(iteration|worker)\.").order_by("seq"))
+    payloads = redact_for(experiment, [e.payload for e in events])
+    table: dict[int, dict[str, Any]] = defaultdict(lambda: {"workers": defaultdict(dict)})
+    for event, payload in zip(events, payloads, strict=True):
+        number = event.iteration or 0
+        slot = table[number]
+        slot["number"] = number
+        name = event.kind.split(".", 1)[1]
+        if event.kind.startswith("iteration."):
+            slot[name] = payload
+        else:
+            slot["workers"][event.agent_id or "?"][name] = payload
+    out = []
+    for number in sorted(table):
+        slot = table[number]
+        workers = []
+        for worker_id, parts in slot["workers"].items():
+            result = parts.get("complete") or {}
+            workers.append(
+                {
+                    "id": worker_id,
+                    "instructions": (parts.get("spawn") or {}).get("instructions", ""),
+                    "result": json.dumps(result, indent=2, ensure_ascii=False, default=str)[:8000] if result else "",
+                    "confidence": result.get("confidence") if isinstance(result, dict) else None,
+                    "tool_calls": (parts.get("tool_calls") or {}).get("calls", []),
+                    "critique": parts.get("critique"),
+                    "is_submanager": bool(result.get("_submanager")) if isinstance(result, dict) else False,
+                }
+            )
+        out.append({"number": number, "decision": slot.get("decision") or {}, "budget": slot.get("budget"), "validation": slot.get("validation"), "critique": slot.get("critique"), "workers": workers})
+    return out
+
+
+def digest_tree(experiment: Experiment, root: Digest | None, max_depth: int = 4) -> dict[str, Any] | None:
+    """The digest with its children resolved by SHA across the experiment's runs (missing ones marked)."""
+    if root is None:
+        return None
+    seen: set[str] = set()
+
+    def build(digest: Digest, depth: int) -> dict[str, Any]:
+        seen.add(digest.sha)
+        children = []
+        if depth < max_depth and digest.child_digest_hashes:
+            found = {d.sha: d for d in Digest.objects.filter(experiment=experiment, sha__in=digest.child_digest_hashes)}
+            for sha in digest.child_digest_hashes:
+                child = found.get(sha)
+                children.append(build(child, depth + 1) if child and sha not in seen else {"sha": sha, "missing": child is None})
+        body = redact_for(experiment, {"goal": digest.goal, "key_facts": digest.key_facts, "open_questions": digest.open_questions})
+        return {"sha": digest.sha, "missing": False, "digest": digest, "iteration": digest.iteration, "run_ref": digest.run_ref, "chart": sparkline(digest.confidence_trend), "children": children, **body}
+
+    return build(root, 0)
+
+
+def problems_of(run: Run, limit: int = 200) -> list[IngestProblem]:
+    return list(IngestProblem.objects.filter(run=run).order_by("-created_at")[:limit])

@@ -1,0 +1,132 @@
+"""The Runs tab (Task → Run tree) and the run page tabs: Timeline, Iterations, Blackboard, Digests, Problems."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from experiments import presenters
+from experiments.access import experiment_view
+from experiments.models import Experiment, Run
+
+PAGE = 200
+
+
+def render_run_tab(request: HttpRequest, experiment: Experiment, run: Run, template: str, context: dict[str, Any]) -> HttpResponse:
+    """The whole run page, or only its #run-tab partial for an htmx tab switch or filter."""
+    context.update(experiment=experiment, run=run, budget_bars=presenters.budget_bars(run), problem_count=run.ingest_problems.count())
+    if request.htmx and not request.htmx.boosted and request.htmx.target in ("run-tab", "timeline-rows", "board-rows"):
+        return render(request, f"{template}#run_tab", context)
+    return render(request, template, context)
+
+
+def _run(experiment: Experiment, pk: int) -> Run:
+    return get_object_or_404(experiment.runs.select_related("parent", "task"), pk=pk)
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.lstrip("-").isdigit() else None
+
+
+@require_GET
+@experiment_view()
+def runs_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    from experiments.views import render_tab
+
+    status = request.GET.get("status", "")
+    runs = experiment.runs.select_related("task").order_by("task__number", "created_at")
+    if status:
+        runs = runs.filter(status=status)
+    tasks = list(experiment.tasks.all())
+    best = {t.best_run_id for t in tasks if t.best_run_id}
+    groups = []
+    all_runs = list(runs[:2000])
+    for task in [*tasks, None]:
+        members = [r for r in all_runs if (r.task_id == (task.pk if task else None))]
+        if members or (task and not status):
+            groups.append({"task": task, "rows": presenters.flatten(presenters.run_forest(members, best))})
+    context = {"experiment": experiment, "groups": groups, "status": status, "statuses": Run.Status.choices, "tab": "runs"}
+    return render_tab(request, "experiments/runs_tab.html", context)
+
+
+@require_GET
+@experiment_view()
+def run_detail(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
+    """Timeline: events in seq order, filtered by kind / worker / iteration, in pages of PAGE from ?after=."""
+    run = _run(experiment, pk)
+    kind, worker, iteration = request.GET.get("kind", ""), request.GET.get("worker", ""), _int(request.GET.get("iteration"))
+    after = max(0, _int(request.GET.get("after")) or 0)
+    events = run.events.filter(seq__gt=after)
+    if kind:
+        events = events.filter(kind__startswith=kind)
+    if worker:
+        events = events.filter(agent_id=worker)
+    if iteration is not None:
+        events = events.filter(iteration=iteration)
+    page = list(events.order_by("seq")[: PAGE + 1])
+    more = len(page) > PAGE
+    page = page[:PAGE]
+    context = {
+        "run_tab": "timeline",
+        "events": presenters.present_events(experiment, page),
+        "filters": {"kind": kind, "worker": worker, "iteration": "" if iteration is None else iteration},
+        "next_after": page[-1].seq if more else None,
+        "last_seq": page[-1].seq if page else after,
+        "is_live_tail": not more and not (kind or worker or iteration is not None),
+        "kinds": ["run.", "iteration.", "worker.", "tool.call", "metric.", "board.post", "digest", "state.", "log"],
+        "workers": sorted(set(run.events.exclude(agent_id="").values_list("agent_id", flat=True).distinct()[:100])),
+    }
+    return render_run_tab(request, experiment, run, "experiments/run_detail.html", context)
+
+
+@require_GET
+@experiment_view()
+def run_iterations(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
+    run = _run(experiment, pk)
+    context = {"run_tab": "iterations", "iterations": presenters.iterations_of(experiment, run), "children": list(run.children.all())}
+    return render_run_tab(request, experiment, run, "experiments/run_iterations.html", context)
+
+
+@require_GET
+@experiment_view()
+def run_board(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
+    from state.services_redaction import redact_for
+
+    run = _run(experiment, pk)
+    topic, worker = request.GET.get("topic", ""), request.GET.get("worker", "")
+    posts = run.board_posts.order_by("seq")
+    if topic:
+        posts = posts.filter(topic=topic)
+    if worker:
+        posts = posts.filter(worker_id=worker)
+    rows = list(posts[:1000])
+    payloads = redact_for(experiment, [p.payload for p in rows])
+    context = {
+        "run_tab": "board",
+        "posts": [(p, presenters.json.dumps(pl, indent=2, ensure_ascii=False, default=str)) for p, pl in zip(rows, payloads, strict=True)],
+        "topics": sorted(set(run.board_posts.values_list("topic", flat=True))),
+        "board_workers": sorted(set(run.board_posts.values_list("worker_id", flat=True))),
+        "filters": {"topic": topic, "worker": worker},
+    }
+    return render_run_tab(request, experiment, run, "experiments/run_board.html", context)
+
+
+@require_GET
+@experiment_view()
+def run_digests(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
+    run = _run(experiment, pk)
+    digests = list(run.digests.order_by("iteration", "seq"))
+    final = digests[-1] if digests else None
+    context = {"run_tab": "digests", "tree": presenters.digest_tree(experiment, final), "digests": digests}
+    return render_run_tab(request, experiment, run, "experiments/run_digests.html", context)
+
+
+@require_GET
+@experiment_view()
+def run_problems(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
+    run = _run(experiment, pk)
+    context = {"run_tab": "problems", "problems": presenters.problems_of(run)}
+    return render_run_tab(request, experiment, run, "experiments/run_problems.html", context)

@@ -1,0 +1,85 @@
+"""Run pages and the Runs tab: real imported data, filters, htmx partials, redaction, permissions."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from experiments.importer import FolderImporter
+from experiments.ingest import EventIn, append_events
+from experiments.models import IngestProblem, Run
+from tests.experiments.awp_trees import RUN_ID, make_workflow
+from tests.factories import make_member, make_run, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def imported(tmp_path, experiment):  # type: ignore[no-untyped-def]
+    root = make_workflow(tmp_path / "wf")
+    (root / "workspace" / "runs" / RUN_ID / "iterations" / "001" / "validation.json").write_text("{broken")
+    FolderImporter(root, experiment_slug=experiment.slug).sync()
+    return Run.objects.get(experiment=experiment, run_id=RUN_ID)
+
+
+def page(client: Client, run: Run, tab: str = "", **params: str) -> str:
+    url = run.get_absolute_url() + (f"{tab}/" if tab else "")
+    response = client.get(url, params)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_run_tabs_show_the_imported_run_redacted(imported, viewer):
+    client = Client()
+    client.force_login(viewer)
+    timeline = page(client, imported)
+    assert 'id="event-1"' in timeline and 'data-last-seq="' in timeline and "sk-SECRET" not in timeline
+    assert 'id="run-header"' in timeline and "budget" in timeline.lower()
+    only_board = page(client, imported, kind="board.post")
+    assert "board.post" in only_board and "<code>run.start</code>" not in only_board
+    iterations = page(client, imported, "iterations")
+    assert "Iteration 2" in iterations and "fact_collector" in iterations and "sk-SECRET" not in iterations
+    board = page(client, imported, "board")
+    assert board.count('<tr id="board-') == 3
+    digests = page(client, imported, "digests")
+    assert "<svg" in digests and "digest-list" in digests
+    problems = page(client, imported, "problems")
+    assert "invalid_json" in problems and IngestProblem.objects.filter(run=imported).count() == 1
+
+
+def test_htmx_tab_switch_renders_only_the_tab(imported, viewer):
+    client = Client()
+    client.force_login(viewer)
+    response = client.get(imported.get_absolute_url() + "board/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="run-tab")
+    body = response.content.decode()
+    assert 'id="board-rows"' in body and "<html" not in body
+
+
+def test_timeline_pages_through_many_events(experiment, viewer):
+    run = make_run(experiment)
+    append_events(run, [EventIn(kind="log", dedupe_key=f"k{i}", payload={"msg": i}) for i in range(450)])
+    client = Client()
+    client.force_login(viewer)
+    first = page(client, run)
+    assert first.count('id="event-') == 200 and "after=200" in first
+    last = page(client, run, after="400")
+    assert last.count('id="event-') == 50 and 'id="event-450"' in last
+
+
+def test_runs_tab_nests_submanagers_and_filters_by_status(experiment, viewer):
+    root = make_run(experiment, status="complete")
+    make_run(experiment, parent=root, depth=1, parent_worker="sub_research", status="partial")
+    client = Client()
+    client.force_login(viewer)
+    body = client.get(f"/experiments/{experiment.slug}/runs/").content.decode()
+    assert body.index(f"run-row-{root.pk}") < body.index("sub_research") and "depth-1" in body
+    partial = client.get(f"/experiments/{experiment.slug}/runs/", {"status": "partial"}).content.decode()
+    assert "sub_research" in partial and f"run-row-{root.pk}" not in partial
+
+
+def test_non_members_get_404(imported):
+    client = Client()
+    client.force_login(make_user())
+    assert client.get(imported.get_absolute_url()).status_code == 404
+    assert client.get(imported.get_absolute_url() + "digests/").status_code == 404
+    make_member(imported.experiment, "viewer")
