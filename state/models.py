@@ -55,7 +55,10 @@ class StateDelta(models.Model):
     class Meta:
         ordering = ["run", "seq", "index"]
         constraints = [models.UniqueConstraint(fields=["run", "seq", "index"], name="state_delta_position_unique")]
-        indexes = [models.Index(fields=["run", "path", "seq"], name="state_delta_path_history")]
+        indexes = [
+            models.Index(fields=["run", "path", "seq"], name="state_delta_path_history"),
+            models.Index(fields=["run", "agent_id"], name="state_delta_agents"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq}.{self.index} {self.op} {self.path} ({self.outcome})"

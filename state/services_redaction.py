@@ -13,7 +13,19 @@ def sensitive_fields_for(experiment: Any) -> frozenset[str]:
     """The experiment's protocol `state.sharing.sensitive_fields` plus settings.AWP_SENSITIVE_FIELDS."""
     sharing = (experiment.protocol.get("state") or {}).get("sharing") or {}
     names = list(sharing.get("sensitive_fields") or []) + list((experiment.protocol.get("security") or {}).get("sensitive_fields") or [])
-    return sensitive_set([*names, *settings.AWP_SENSITIVE_FIELDS])
+    return sensitive_set([*names, *contract_sensitive_fields(experiment.protocol), *settings.AWP_SENSITIVE_FIELDS])
+
+
+def contract_sensitive_fields(protocol: dict[str, Any]) -> list[str]:
+    """Output-contract fields marked `x-awp-sensitive: true` in the protocol's agents."""
+    agents = protocol.get("agents") or {}
+    specs = agents.values() if isinstance(agents, dict) else agents if isinstance(agents, list) else []
+    names = []
+    for spec in specs:
+        contract = (spec.get("output_contract") or spec.get("contract") or {}) if isinstance(spec, dict) else {}
+        properties = contract.get("properties", contract) if isinstance(contract, dict) else {}
+        names += [name for name, schema in properties.items() if isinstance(schema, dict) and schema.get("x-awp-sensitive") is True]
+    return names
 
 
 def redact_for(experiment: Any, value: Any) -> Any:

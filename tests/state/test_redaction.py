@@ -44,3 +44,10 @@ def test_key_matching_is_by_words():
 def test_values_at_sensitive_paths_are_redacted_whole():
     assert redact_at(("researcher", "api_key"), {"a": 1}, SENSITIVE) == REDACTED
     assert redact_at(("researcher",), {"password": "p", "x": 1}, SENSITIVE) == {"password": REDACTED, "x": 1}
+
+
+def test_contract_fields_marked_sensitive_join_the_list():
+    from state.services_redaction import contract_sensitive_fields
+
+    protocol = {"agents": {"researcher": {"output_contract": {"properties": {"raw_prompt": {"x-awp-sensitive": True}, "summary": {}}}}}}
+    assert contract_sensitive_fields(protocol) == ["raw_prompt"]
