@@ -1,6 +1,18 @@
 from django.contrib import admin
 
-from experiments.models import ApiToken, Event, Experiment, Membership, Run, Task
+from experiments.models import (
+    ApiToken,
+    BoardPost,
+    Digest,
+    Event,
+    Experiment,
+    IngestCursor,
+    IngestProblem,
+    Membership,
+    Run,
+    Task,
+    WorkspaceFile,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -32,6 +44,14 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ["status", "engine", "depth", "experiment"]
     search_fields = ["run_id", "reason", "task_text"]
     raw_id_fields = ["parent", "task"]
+    actions = ["rebuild_projections"]
+
+    @admin.action(description="Rebuild projections from the ledger")
+    def rebuild_projections(self, request, queryset):  # type: ignore[no-untyped-def]
+        from experiments.projectors import rebuild_run_projections
+
+        total = sum(rebuild_run_projections(run=run) for run in queryset)
+        self.message_user(request, f"Replayed {total} events through the projectors for {queryset.count()} run(s).")
 
 
 @admin.register(Event)
@@ -74,3 +94,48 @@ class ApiTokenAdmin(admin.ModelAdmin):
         from django.utils import timezone
 
         queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+# ---- ingest ----------------------------------------------------------------------------------------
+
+
+@admin.register(IngestProblem)
+class IngestProblemAdmin(admin.ModelAdmin):
+    list_display = ["code", "experiment", "run", "path", "offset", "created_at"]
+    list_filter = ["code", "experiment"]
+    search_fields = ["path", "message", "run__run_id"]
+    raw_id_fields = ["run"]
+    readonly_fields = ["dedupe_key", "created_at"]
+
+
+@admin.register(BoardPost)
+class BoardPostAdmin(admin.ModelAdmin):
+    list_display = ["run", "seq", "topic", "worker_id", "posted_at"]
+    list_filter = ["topic"]
+    search_fields = ["entry_id", "topic", "worker_id", "run__run_id"]
+    raw_id_fields = ["run"]
+
+
+@admin.register(Digest)
+class DigestAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "experiment", "run", "iteration", "run_ref", "created_at"]
+    list_filter = ["experiment"]
+    search_fields = ["sha", "run_ref", "goal"]
+    raw_id_fields = ["run"]
+
+
+@admin.register(IngestCursor)
+class IngestCursorAdmin(admin.ModelAdmin):
+    """Deleting a cursor makes the next pass re-read that file; dedupe keys keep it from adding anything twice."""
+
+    list_display = ["path", "experiment", "offset", "generation", "content_sha", "updated_at"]
+    search_fields = ["path", "folder"]
+    list_filter = ["experiment"]
+
+
+@admin.register(WorkspaceFile)
+class WorkspaceFileAdmin(admin.ModelAdmin):
+    list_display = ["relpath", "kind", "experiment", "sha256", "created_at"]
+    list_filter = ["kind", "experiment"]
+    search_fields = ["relpath", "content"]
+    raw_id_fields = ["run"]

@@ -1,7 +1,89 @@
-"""Live fragments of the ingest part (filled in below)."""
+"""Live fragments of the ingest part: new timeline rows, the run header, board rows, digests, problems,
+and re-rendered run rows / experiment rows. Same partials as the pages, redacted the same way."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import Count, Max
+from django.template.loader import render_to_string
+
+from awp_site.live import Viewer, register_experiment_fragment, register_run_fragment
+from experiments import presenters
+from experiments.models import Event, Experiment, IngestProblem, Run
+from state.services_redaction import redact_for
+
+
+def _oob_tbody(target: str, rows: list[str]) -> list[str]:
+    # A <tbody> wrapper: htmx inserts its children, and table rows parse only inside a table section.
+    return [f'<tbody hx-swap-oob="beforeend:#{target}">{"".join(rows)}</tbody>'] if rows else []
+
+
+def timeline_rows(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
+    views = presenters.present_events(run.experiment, events)
+    return _oob_tbody("timeline-rows", [render_to_string("experiments/_event_row.html", {"e": e}) for e in views])
+
+
+def run_header(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
+    fresh = Run.objects.select_related("parent").get(pk=run.pk)
+    context = {"run": fresh, "oob": True, "budget_bars": presenters.budget_bars(fresh), "problem_count": fresh.ingest_problems.count()}
+    return [render_to_string("experiments/_run_header.html", context)]
+
+
+def board_rows(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
+    seqs = [e.seq for e in events if e.kind == "board.post"]
+    if not seqs:
+        return []
+    posts = list(run.board_posts.filter(seq__in=seqs).order_by("seq"))
+    payloads = redact_for(run.experiment, [p.payload for p in posts])
+    rows = [render_to_string("experiments/_board_row.html", {"post": p, "pretty": json.dumps(pl, indent=2, ensure_ascii=False)}) for p, pl in zip(posts, payloads, strict=True)]
+    return _oob_tbody("board-rows", rows)
+
+
+def digest_items(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
+    seqs = [e.seq for e in events if e.kind == "digest"]
+    if not seqs:
+        return []
+    items = [render_to_string("experiments/_digest_item.html", {"d": d}) for d in run.digests.filter(seq__in=seqs).order_by("seq")]
+    return [f'<ul hx-swap-oob="beforeend:#digest-list">{"".join(items)}</ul>']
+
+
+def problem_rows(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
+    # Problems are not ledger events: show those recorded since the first of these events was written.
+    since = min(e.recorded_at for e in events) if events else None
+    if since is None:
+        return []
+    problems = IngestProblem.objects.filter(run=run, created_at__gte=since).order_by("created_at")[:50]
+    return _oob_tbody("problem-rows", [render_to_string("experiments/_problem_row.html", {"p": p}) for p in problems])
+
+
+def run_rows(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
+    runs = Run.objects.filter(experiment=experiment, pk__in=changed_run_ids)
+    best = set(experiment.tasks.exclude(best_run=None).values_list("best_run_id", flat=True))
+    out = []
+    for run in runs:
+        node = presenters.RunNode(run, is_best=run.pk in best)
+        out.append(render_to_string("experiments/_run_row.html", {"node": node, "indent": run.depth, "oob": True}))
+    return out
+
+
+def experiment_row(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
+    row: Any = Experiment.objects.filter(pk=experiment.pk).annotate(run_count=Count("runs", distinct=True), last_activity=Max("runs__updated_at")).first()
+    if row is None:
+        return []
+    from experiments.views import pending_proposals
+
+    row.pending_count = pending_proposals(row)
+    return [render_to_string("experiments/_experiment_row.html", {"e": row, "oob": True})]
 
 
 def register() -> None:
     """Called from ExperimentsConfig.ready()."""
+    register_run_fragment("experiments.timeline", timeline_rows)
+    register_run_fragment("experiments.header", run_header)
+    register_run_fragment("experiments.board", board_rows)
+    register_run_fragment("experiments.digests", digest_items)
+    register_run_fragment("experiments.problems", problem_rows)
+    register_experiment_fragment("experiments.run_rows", run_rows)
+    register_experiment_fragment("experiments.experiment_row", experiment_row)

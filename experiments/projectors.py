@@ -14,7 +14,7 @@ from django.db import transaction
 from experiments.awp.digests import check_digest
 from experiments.awp.events import parse_time
 from experiments.models import BoardPost, Digest, Event, Run
-from experiments.projections import IngestRefused, ProjectionContext, project, register_projector
+from experiments.projections import IngestRefused, ProjectionContext, register_projector
 
 TERMINAL = {choice for choice, _ in Run.Status.choices} - {Run.Status.RUNNING}
 
@@ -133,7 +133,10 @@ def register() -> None:
 
 @transaction.atomic
 def rebuild_run_projections(*, run: Run, chunk: int = 5000) -> int:
-    """Drop this app's projections of `run` and replay its whole ledger through every projector."""
+    """Drop this app's projections of `run` (header, blackboard, digests) and replay its ledger through them.
+
+    Other apps' projectors are not replayed here: they own their tables and their rebuilds.
+    """
     BoardPost.objects.filter(run=run).delete()
     Digest.objects.filter(run=run).delete()
     Run.objects.filter(pk=run.pk).update(iterations=0, budget_used={}, status=Run.Status.RUNNING, reason="", ended_at=None)
@@ -144,6 +147,8 @@ def rebuild_run_projections(*, run: Run, chunk: int = 5000) -> int:
         events = list(Event.objects.filter(run=run, seq__gt=after).order_by("seq")[:chunk])
         if not events:
             return count
-        project(run, events, ctx)
+        project_run(run, events, ctx)
+        project_board(run, [e for e in events if e.kind.startswith("board.post")], ctx)
+        project_digest(run, [e for e in events if e.kind.startswith("digest")], ctx)
         count += len(events)
         after = events[-1].seq

@@ -83,3 +83,30 @@ def test_non_members_get_404(imported):
     assert client.get(imported.get_absolute_url()).status_code == 404
     assert client.get(imported.get_absolute_url() + "digests/").status_code == 404
     make_member(imported.experiment, "viewer")
+
+
+def test_live_fragments_render_new_rows_header_and_run_rows(imported, viewer):
+    from awp_site.live import Viewer, render_experiment_fragments, render_run_fragments
+
+    events = list(imported.events.order_by("seq"))
+    html = "".join(render_run_fragments(imported, events, Viewer(viewer, "viewer")))
+    assert 'hx-swap-oob="beforeend:#timeline-rows"' in html and f'id="event-{events[-1].seq}"' in html
+    assert 'id="run-header" hx-swap-oob="true"' in html and 'beforeend:#board-rows' in html and "beforeend:#digest-list" in html
+    assert "sk-SECRET" not in html
+    rows = "".join(render_experiment_fragments(imported.experiment, Viewer(viewer, "viewer"), [imported.pk]))
+    assert f'id="run-row-{imported.pk}"' in rows and f'id="experiment-row-{imported.experiment.pk}" hx-swap-oob="true"' in rows
+
+
+def test_admin_rebuilds_projections_from_the_ledger(imported):
+    from experiments.models import BoardPost, Digest
+
+    admin = make_user(is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(admin)
+    BoardPost.objects.filter(run=imported).delete()
+    response = client.post("/admin/experiments/run/", {"action": "rebuild_projections", "_selected_action": [imported.pk]}, follow=True)
+    assert response.status_code == 200
+    assert BoardPost.objects.filter(run=imported).count() == 3 and Digest.objects.filter(run=imported).count() == 2
+    imported.refresh_from_db()
+    assert imported.status == "complete" and imported.iterations == 2
+    assert client.get("/admin/experiments/ingestproblem/").status_code == 200
