@@ -1,0 +1,52 @@
+"""Replay the recorded demo run into settings.AWP_DEMO_DIR while a watcher follows it into the `demo` experiment."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from experiments.demo import replay_demo
+from experiments.models import Experiment
+from experiments.watch import watch_folders
+
+
+class Command(BaseCommand):
+    help = "Replay a recorded AWP run file by file (small delays) and follow it into the demo experiment; Ctrl-C stops."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--delay", type=float, default=0.4, help="seconds between files")
+        parser.add_argument("--once", action="store_true", help="stop once the replay is done and ingested")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not Experiment.objects.filter(slug="demo").exists():
+            call_command("awp_seed_demo", stdout=self.stdout)
+        target = Path(settings.AWP_DEMO_DIR) / "workflow"
+        target.mkdir(parents=True, exist_ok=True)
+        stop = threading.Event()
+        signal.signal(signal.SIGINT, lambda *a: stop.set())
+        signal.signal(signal.SIGTERM, lambda *a: stop.set())
+
+        finished_at: list[float] = []
+
+        def replay() -> None:
+            steps = replay_demo(target, delay=options["delay"], should_stop=stop.is_set)
+            self.stdout.write(f"demo: replayed {steps} new file(s) into {target}")
+            finished_at.append(time.monotonic())
+
+        threading.Thread(target=replay, daemon=True, name="awp-demo-replay").start()
+
+        def should_stop() -> bool:
+            # --once: a second after the replay ends the watcher has made several passes over the last files.
+            if options["once"] and finished_at and time.monotonic() - finished_at[0] > 1.0:
+                return True
+            return stop.is_set()
+
+        self.stdout.write(f"demo: following {target} into experiment 'demo'")
+        watch_folders([target], experiment_slug="demo", should_stop=should_stop)

@@ -1,0 +1,34 @@
+"""awp_demo replays the recorded real run into the demo experiment; a second run duplicates nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from experiments.demo import DEMO_DATA, replay_plan
+from experiments.models import BoardPost, Digest, Event, Run
+
+
+def test_demo_data_is_small_and_complete():
+    size = sum(p.stat().st_size for p in DEMO_DATA.rglob("*") if p.is_file())
+    assert size < 300_000
+    plan = replay_plan()
+    assert any(p.endswith("run_completion.json") for p in plan) and any("/digest/" in p for p in plan)
+    assert all((DEMO_DATA / "workflow" / p).is_file() for p in plan)
+
+
+@pytest.mark.django_db
+def test_demo_replays_into_the_demo_experiment_once(settings, tmp_path):
+    settings.AWP_DEMO_DIR = tmp_path / "demo"
+    call_command("awp_demo", "--once", "--delay", "0")
+    run = Run.objects.get(experiment__slug="demo", depth=0)
+    count = Event.objects.filter(run=run).count()
+    assert run.status == "complete" and run.iterations == 3 and count > 30
+    assert BoardPost.objects.filter(run=run).exists() and Digest.objects.filter(run=run).count() >= 2
+    lines = sum(1 for p in replay_plan() if p.startswith("workspace/blackboard/") for _ in (DEMO_DATA / "workflow" / p).read_text().splitlines())
+    assert BoardPost.objects.filter(run=run).count() == lines
+    call_command("awp_demo", "--once", "--delay", "0")
+    assert Event.objects.filter(run=run).count() == count
+    assert json.loads((DEMO_DATA / "replay.json").read_text())["recorded_with"].startswith("awp-agents")
