@@ -50,6 +50,7 @@ def sync_long_term_chunks(*, experiment: Experiment, document: MemoryDocument | 
     sections = split_sections(document.content) if document else []
     keys = set()
     for section in sections:
+        assert document is not None
         key = f"lt:{section.key}"
         keys.add(key)
         upsert_chunk(

@@ -31,7 +31,8 @@ class DiffLine:
 def split_sections(text: str, max_chars: int = 1500) -> list[Section]:
     """Cut Markdown at headings; long sections are cut again at blank lines so each stays embeddable."""
     sections: list[Section] = []
-    heading, lines = "", []
+    heading = ""
+    lines: list[str] = []
 
     def flush() -> None:
         body = "\n".join(lines).strip()
