@@ -22,7 +22,10 @@ class NoteForm(forms.ModelForm):
 
 
 class SearchForm(forms.Form):
-    q = forms.CharField(required=False, max_length=1000, label="Query")
+    q = forms.CharField(
+        required=False, max_length=1000, label="Query",
+        widget=forms.TextInput(attrs={"placeholder": "Search memory…", "aria-label": "Search memory", "type": "search"}),
+    )  # fmt: skip
     mode = forms.ChoiceField(choices=[(m, m.replace("_", " ")) for m in MODES], initial="keyword")
     tiers = forms.MultipleChoiceField(
         choices=[(t, t.replace("_", " ")) for t in SEARCH_TIERS], required=False, widget=forms.CheckboxSelectMultiple
