@@ -18,7 +18,7 @@ from typing import Any
 
 import requests
 
-RETRY_STATUSES = {500, 502, 503, 504}
+RETRY_STATUSES = {429, 500, 502, 503, 504}
 
 
 class IngestError(RuntimeError):
@@ -94,6 +94,9 @@ class IngestClient:
                     return list(response.json()["seqs"])
                 if response.status_code not in RETRY_STATUSES or attempt == self.retries:
                     raise IngestError(response.status_code, _body(response))
+                if response.status_code == 429:
+                    time.sleep(float(_body(response).get("retry_after", 1)) if isinstance(_body(response), dict) else 1.0)
+                    continue
             # Exponential backoff with a little deterministic jitter per batch.
             jitter = int(hashlib.sha256(data.encode()).hexdigest()[:2], 16) / 2550
             time.sleep(self.backoff * (2**attempt) + jitter)
