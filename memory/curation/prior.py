@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from django.db.models import OuterRef, Subquery
+
 from experiments.models import Experiment
-from memory.curation.models import Proposal
+from memory.curation.models import Evidence, Proposal
 from memory.curation.render import PRIOR_CAP, PriorItems, prior_block
+
+# The run a fact is attributed to in the facts-file line format: its earliest evidence with a run id.
+_first_run_ref = Evidence.objects.filter(proposal=OuterRef("pk")).exclude(run_ref="").order_by("pk").values("run_ref")[:1]
 
 
 def promoted_items(experiment: Experiment) -> PriorItems:
@@ -12,7 +17,7 @@ def promoted_items(experiment: Experiment) -> PriorItems:
     proposals = list(
         Proposal.objects.promoted()
         .filter(experiment=experiment)
-        .prefetch_related("evidence")
+        .annotate(first_run=Subquery(_first_run_ref))
         .order_by("-decided_at", "-pk")
     )
     tools = sorted(
@@ -36,7 +41,7 @@ def _antipattern(proposal: Proposal) -> tuple[str, str, str]:
 
 
 def _first_run(proposal: Proposal) -> str:
-    return next((e.run_ref for e in proposal.evidence.all() if e.run_ref), "dashboard")
+    return getattr(proposal, "first_run", None) or "dashboard"
 
 
 def prior_run_block(experiment: Experiment, max_chars: int = PRIOR_CAP) -> str:

@@ -147,68 +147,95 @@ def curate_experiment(*, experiment: Experiment, only_new: bool = False) -> Cura
     return total
 
 
-def _match_existing(experiment: Experiment, candidate: curator.Candidate) -> Proposal | None:
-    existing = Proposal.objects.filter(experiment=experiment, kind=candidate.kind, key=candidate.key).first()
-    if existing is None and candidate.kind == Proposal.Kind.FACT:
-        # A line we wrote back for an edited fact comes back through the runtime's files: it is that fact.
-        existing = (
-            Proposal.objects.filter(experiment=experiment, kind=candidate.kind, facts__text=candidate.text)
-            .distinct()
-            .first()
-        )
-    return existing
-
-
 @transaction.atomic
 def apply_candidates(*, experiment: Experiment, candidates: Iterable[curator.Candidate], origin: str) -> CurationSummary:
-    """Create proposals for new candidates and attach evidence to known ones (whatever their status)."""
+    """Create proposals for new candidates and attach evidence to known ones (whatever their status).
+
+    A constant number of queries per call, however many candidates: lookups and inserts are batched.
+    """
     # Serialise curations of one experiment, so two passes never create the same proposal twice.
     Experiment.objects.select_for_update().filter(pk=experiment.pk).values_list("pk", flat=True).get()
+    candidates = list(candidates)
     summary = CurationSummary()
-    runs_by_id = dict(experiment.runs.values_list("run_id", "pk"))
-    changed = False
+    found = _existing_proposals(experiment, candidates)
+    versions = _tool_versions(experiment, candidates)
+    new: list[Proposal] = []
     for candidate in candidates:
-        proposal = _match_existing(experiment, candidate)
-        if proposal is None:
-            proposal = Proposal.objects.create(
-                experiment=experiment,
-                kind=candidate.kind,
-                key=candidate.key,
-                text=candidate.text,
-                origin=origin,
-                version=_next_tool_version(experiment, candidate),
-                details=candidate.details,
-            )
-            summary.proposed += 1
-            changed = True
-        else:
+        if (candidate.kind, candidate.key) in found:
             summary.already_known += 1
+            continue
+        version = 1
+        if candidate.kind == Proposal.Kind.TOOL:
+            name = str(candidate.details.get("name", ""))
+            versions[name] = version = versions.get(name, 0) + 1
+        proposal = Proposal(
+            experiment=experiment,
+            kind=candidate.kind,
+            key=candidate.key,
+            text=candidate.text,
+            origin=origin,
+            version=version,
+            details=candidate.details,
+        )
+        found[(candidate.kind, candidate.key)] = proposal
+        new.append(proposal)
+    Proposal.objects.bulk_create(new)
+    summary.proposed = len(new)
+    known_refs = set(
+        Evidence.objects.filter(proposal__in=[p.pk for p in found.values()]).values_list("proposal_id", "ref")
+    )
+    runs_by_id = dict(experiment.runs.values_list("run_id", "pk"))
+    fresh: list[Evidence] = []
+    for candidate in candidates:
+        proposal = found[(candidate.kind, candidate.key)]
         for ref in candidate.evidence:
-            _, created = Evidence.objects.get_or_create(
-                proposal=proposal,
-                ref=ref.ref[:400],
-                defaults={
-                    "digest_sha": ref.digest_sha,
-                    "run_id": runs_by_id.get(ref.run_id),
-                    "run_ref": ref.run_id[:200],
-                    "iteration": ref.iteration,
-                    "note": ref.note[:300],
-                },
+            if (proposal.pk, ref.ref[:400]) in known_refs:
+                continue
+            known_refs.add((proposal.pk, ref.ref[:400]))
+            fresh.append(
+                Evidence(
+                    proposal=proposal,
+                    ref=ref.ref[:400],
+                    digest_sha=ref.digest_sha,
+                    run_id=runs_by_id.get(ref.run_id),
+                    run_ref=ref.run_id[:200],
+                    iteration=ref.iteration,
+                    note=ref.note[:300],
+                )
             )
-            summary.evidence_added += int(created)
-    if changed or summary.evidence_added:
+    Evidence.objects.bulk_create(fresh, ignore_conflicts=True)
+    summary.evidence_added = len(fresh)
+    if new or fresh:
         _announce(experiment)
     return summary
 
 
-def _next_tool_version(experiment: Experiment, candidate: curator.Candidate) -> int:
-    if candidate.kind != Proposal.Kind.TOOL:
-        return 1
-    name = candidate.details.get("name", "")
-    latest = Proposal.objects.filter(experiment=experiment, kind=Proposal.Kind.TOOL, details__name=name).aggregate(
-        top=Max("version")
-    )["top"]
-    return (latest or 0) + 1
+def _existing_proposals(experiment: Experiment, candidates: list[curator.Candidate]) -> dict[tuple[str, str], Proposal]:
+    """Known proposals for the candidates, by (kind, key); a fact also matches a promoted text of it."""
+    keys = {(c.kind, c.key) for c in candidates}
+    rows = Proposal.objects.filter(experiment=experiment, key__in={key for _, key in keys})
+    found = {(p.kind, p.key): p for p in rows if (p.kind, p.key) in keys}
+    texts = {c.text for c in candidates if c.kind == Proposal.Kind.FACT and (c.kind, c.key) not in found}
+    if texts:
+        # A line we wrote back for an edited fact comes back through the runtime's files: it is that fact.
+        versions = Fact.objects.filter(proposal__experiment=experiment, proposal__kind=Proposal.Kind.FACT, text__in=texts)
+        by_text = {fact.text: fact.proposal for fact in versions.select_related("proposal")}
+        for candidate in candidates:
+            if candidate.kind == Proposal.Kind.FACT and candidate.text in by_text:
+                found.setdefault((candidate.kind, candidate.key), by_text[candidate.text])
+    return found
+
+
+def _tool_versions(experiment: Experiment, candidates: list[curator.Candidate]) -> dict[str, int]:
+    """The highest known recipe version per tool name among the candidates' names."""
+    names = {str(c.details.get("name", "")) for c in candidates if c.kind == Proposal.Kind.TOOL}
+    if not names:
+        return {}
+    rows = Proposal.objects.filter(experiment=experiment, kind=Proposal.Kind.TOOL, details__name__in=list(names))
+    versions: dict[str, int] = {}
+    for name, version in rows.values_list("details__name", "version"):
+        versions[str(name)] = max(versions.get(str(name), 0), version)
+    return versions
 
 
 def runtime_file_candidates(file: WorkspaceFile) -> list[curator.Candidate]:
