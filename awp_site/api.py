@@ -50,6 +50,8 @@ def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpRespons
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, ApiError):  # ninja wraps the parser's own refusals (json_too_deep) in a 400
+        return on_api_error(request, exc.__cause__)
     body = {"code": f"http_{exc.status_code}", "message": str(exc)}
     return api.create_response(request, body, status=exc.status_code)
 

@@ -77,4 +77,46 @@ class ApiBodyGuard:
                     {"code": "body_too_large", "message": f"The request body is {length} bytes; the limit is {limit}."},
                     status=413,
                 )
+            refusal = _refuse_body(request, limit)
+            if refusal is not None:
+                return refusal
         return self.get_response(request)
+
+
+def _refuse_body(request: HttpRequest, limit: int) -> HttpResponse | None:
+    """A chunked body (no Content-Length) over the limit, or JSON holding U+0000 (Postgres cannot store it)."""
+    from django.core.exceptions import RequestDataTooBig
+    from django.http import JsonResponse
+
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        return JsonResponse({"code": "body_too_large", "message": f"The request body is over the limit of {limit} bytes."}, status=413)
+    if b"\\u0000" in body and "json" in request.META.get("CONTENT_TYPE", ""):
+        import json
+
+        try:
+            has_nul = _holds_nul(json.loads(body))
+        except (ValueError, RecursionError):
+            return None  # the API's parser answers malformed or too-deep JSON with its own code
+        if has_nul:
+            return JsonResponse(
+                {"code": "json_nul_character", "message": "JSON strings may not contain the NUL character (\\u0000)."}, status=400
+            )
+    return None
+
+
+def _holds_nul(value: object) -> bool:
+    """Whether any string (key or value) in a parsed JSON document contains U+0000 (iterative: no recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
