@@ -40,3 +40,36 @@ def test_duplicate_keys_inside_one_batch_store_once():
     result = append_events(run, [EventIn(kind="log", dedupe_key="same"), EventIn(kind="log", dedupe_key="same")])
     assert result.seqs == [1, 1]
     assert Event.objects.filter(run=run).count() == 1
+
+
+def test_a_payload_jsonb_cannot_hold_is_refused_when_pushed_and_kept_marked_from_disk():
+    from experiments.projections import IngestRefused, ProjectionContext
+
+    run = make_run()
+    bad = EventIn(kind="log", dedupe_key="nul", payload={"msg": "a\x00b"})
+    with pytest.raises(IngestRefused) as refused:
+        append_events(run, [EventIn(kind="log", dedupe_key="ok", payload={"msg": "fine"}), bad], ctx=ProjectionContext(strict=True))
+    assert refused.value.code == "invalid_payload" and refused.value.dedupe_key == "nul"
+    assert not Event.objects.filter(run=run).exists()
+    append_events(run, [bad], ctx=ProjectionContext(strict=False, source="import"))
+    stored = Event.objects.get(run=run)
+    assert "NUL" in stored.payload["_unstorable"] and "a\\x00b" in stored.payload["repr"]
+
+
+def test_copy_text_escapes_survive_the_round_trip():
+    run = make_run()
+    tricky = {"path": "C:\\temp\\new", "tab": "a\tb", "nl": "x\ny", "quote": 'say "hi"', "uni": "für 42 ✓"}
+    append_events(run, [EventIn(kind="log", dedupe_key="k\tey\\1", agent_id="w\\1", payload=tricky)])
+    stored = Event.objects.get(run=run)
+    assert stored.payload == tricky and stored.dedupe_key == "k\tey\\1" and stored.agent_id == "w\\1"
+
+
+def test_pushed_nul_payload_is_refused_and_nothing_is_stored(client):
+    from tests.factories import make_experiment, make_token
+
+    experiment = make_experiment()
+    token = make_token(experiment, ["ingest"])
+    body = {"run_id": "r1", "events": [{"kind": "run.start", "payload": {}}, {"kind": "log", "payload": {"msg": "a\u0000b"}}]}
+    response = client.post("/api/v1/ingest", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 400 and response.json()["code"] == "json_nul_character"
+    assert not Event.objects.filter(run__experiment=experiment).exists()
