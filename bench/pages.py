@@ -1,0 +1,152 @@
+"""Server time of the pages people open most, with 100k events and 10k proposals in the database.
+
+Django's test client in this process (no network), warm (a few unmeasured requests first), logged in as the
+experiment's owner. Prints p50/p95/p99 and the SQL query count of each page, and the baseline: the same
+pages for an experiment with a tiny run (10 events, 10 proposals) in the same run, so the table shows what
+the data volume costs.
+
+    python bench/pages.py            # 100k events, 10k proposals, 50 timed requests per page
+    python bench/pages.py --quick    # 20k events, 2k proposals, 20 timed requests per page
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from common import machine, print_table, setup_django, summary_ms, time_calls
+
+SLUG = "bench-pages"
+SMALL_SLUG = "bench-pages-small"
+BATCH = 2000
+
+
+def events_for(start: int, n: int) -> list[Any]:
+    """A delegation loop's mix: decisions, spawns, results, tool calls, board posts, metrics and logs."""
+    from experiments.ingest import EventIn
+
+    out = []
+    for i in range(start, start + n):
+        iteration, slot = divmod(i, 100)
+        worker = f"worker_{slot % 4}"
+        if slot == 0:
+            kind, payload = "iteration.decision", {"decision": "delegate", "reasoning": f"iteration {iteration}", "confidence": 0.8}
+        elif slot % 25 == 1:
+            kind, payload = "worker.spawn", {"worker_id": worker, "instructions": "Collect facts about 42."}
+        elif slot % 25 == 2:
+            kind, payload = "worker.complete", {"summary": f"{worker} found fact {i}", "confidence": 0.9}
+        elif slot % 25 == 3:
+            kind = "board.post"
+            payload = {"id": f"b{i}", "ts": 1795300746.0 + i, "topic": "facts", "worker_id": worker, "payload": {"fact": f"fact {i}"}}
+        elif slot % 5 == 0:
+            kind, payload = "tool.call", {"tool": "search", "args": {"q": f"query {i}"}, "ok": True}
+        elif slot % 2:
+            kind, payload = "metric.confidence", {"mean": 0.9, "per_worker": [{"name": worker, "confidence": 0.9}]}
+        else:
+            kind, payload = "log", {"ts": 1795300746.0 + i, "level": "info", "category": "worker", "msg": f"event {i} " + "x" * 120}
+        out.append(EventIn(kind=kind, dedupe_key=f"bench:{i}", payload=payload, agent_id=worker, iteration=iteration))
+    return out
+
+
+def seed(slug: str, *, events: int, proposals: int) -> tuple[Any, Any, Any]:
+    """Create (or reuse) an experiment with one run of `events` events and `proposals` proposals."""
+    from django.contrib.auth import get_user_model
+
+    from experiments.ingest import ProjectionContext, append_events
+    from experiments.models import Experiment, Membership, Run
+    from memory.curation.models import Evidence, Proposal
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-owner")
+    experiment, _ = Experiment.objects.get_or_create(slug=slug, defaults={"name": f"Bench {slug}", "goal": "Measure pages."})
+    Membership.objects.get_or_create(user=user, experiment=experiment, defaults={"role": Membership.Role.OWNER})
+    run, _ = Run.objects.get_or_create(experiment=experiment, run_id=f"{slug}-run", defaults={"status": "complete"})
+    ctx = ProjectionContext(strict=False, source="bench")
+    started = time.perf_counter()
+    while run.last_seq < events:
+        n = min(BATCH, events - run.last_seq)
+        append_events(run, events_for(run.last_seq, n), ctx=ctx)
+        run.refresh_from_db()
+    have = Proposal.objects.filter(experiment=experiment).count()
+    if have < proposals:
+        kinds = ["fact", "tool", "antipattern"]
+        rows = [
+            Proposal(experiment=experiment, kind=kinds[i % 3], key=f"k{i}", text=f"Proposal {i}: 42 is even, seen again.")
+            for i in range(have, proposals)
+        ]
+        Proposal.objects.bulk_create(rows, batch_size=2000)
+        fresh = Proposal.objects.filter(experiment=experiment, evidence__isnull=True)
+        evidence = [
+            Evidence(proposal=p, ref=f"digest:{p.pk:064x}"[:80] + f":{j}", digest_sha=f"{p.pk:064x}", run=run, run_ref=run.run_id, iteration=j)
+            for p in fresh
+            for j in (1, 2)
+        ]
+        Evidence.objects.bulk_create(evidence, batch_size=4000)
+    if time.perf_counter() - started > 1:
+        print(f"seeded {slug}: {run.last_seq:,} events, {proposals:,} proposals in {time.perf_counter() - started:.0f} s", flush=True)
+    return experiment, run, user
+
+
+def measure(client: Any, url: str, repeat: int, **headers: str) -> tuple[dict[str, float], int, int]:
+    """(latency summary, SQL queries of one request, response bytes)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def call() -> None:
+        response = client.get(url, **headers)
+        assert response.status_code == 200, (url, response.status_code)
+
+    samples = time_calls(call, repeat=repeat, warmup=3)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url, **headers)
+    return summary_ms(samples), len(queries), len(response.content)
+
+
+def pages_for(experiment: Any, run: Any) -> list[tuple[str, str, dict[str, str]]]:
+    base = f"/experiments/{experiment.slug}"
+    return [
+        ("experiment page (Protocol)", f"{base}/protocol/", {}),
+        ("Runs tab", f"{base}/runs/", {}),
+        ("run page (Timeline)", f"{base}/runs/{run.pk}/", {}),
+        ("run Timeline, last page (htmx)", f"{base}/runs/{run.pk}/?after={max(0, run.last_seq - 100)}", {"HTTP_HX_REQUEST": "true"}),
+        ("Review tab", f"{base}/review/", {}),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="20k events, 2k proposals, 20 requests per page")
+    args = parser.parse_args()
+    events, proposals, repeat = (20_000, 2_000, 20) if args.quick else (100_000, 10_000, 50)
+    setup_django("pages")
+    from django.conf import settings
+    from django.test import Client
+
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    slug = SLUG if not args.quick else f"{SLUG}-quick"
+    print(f"# bench/pages.py · {machine()} · {events:,} events, {proposals:,} proposals, {repeat} timed requests per page")
+    big_experiment, big_run, user = seed(slug, events=events, proposals=proposals)
+    small_experiment, small_run, _ = seed(SMALL_SLUG, events=10, proposals=10)
+    from experiments.models import Membership
+
+    Membership.objects.get_or_create(user=user, experiment=small_experiment, defaults={"role": Membership.Role.OWNER})
+    client = Client()
+    client.force_login(user)
+    rows = []
+    worst_p95 = 0.0
+    for (name, url, headers), (_, small_url, small_headers) in zip(
+        pages_for(big_experiment, big_run), pages_for(small_experiment, small_run), strict=True
+    ):
+        big, big_queries, size = measure(client, url, repeat, **headers)
+        small, small_queries, _ = measure(client, small_url, repeat, **small_headers)
+        worst_p95 = max(worst_p95, big["p95"])
+        rows.append(
+            (name, big["p50"], big["p95"], big["p99"], big_queries, f"{size / 1024:.0f} KiB", small["p50"], small_queries, big["p50"] / small["p50"])
+        )
+    headers = ["page", "p50 ms", "p95 ms", "p99 ms", "queries", "size", "baseline p50 ms", "baseline queries", "× baseline"]
+    print_table(headers, rows)
+    print(f"worst p95 {worst_p95:.1f} ms (goal < 150 ms)")
+
+
+if __name__ == "__main__":
+    main()
