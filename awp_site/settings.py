@@ -98,6 +98,15 @@ else:
     AWP_DATABASE_MODE = "embedded"
 DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("CONN_MAX_AGE", "0"))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Opt-in connection pool per process (psycopg_pool): under ASGI every concurrent request runs in its own
+# thread with its own connection, so 200 concurrent page loads open 200 connections ("too many clients").
+# With AWP_DB_POOL_MAX=N they share N and queue instead (tests/load/test_load_scenario.py).
+if int(os.environ.get("AWP_DB_POOL_MAX", "0")) > 0:
+    DATABASES["default"]["OPTIONS"] = {
+        **DATABASES["default"].get("OPTIONS", {}),
+        "pool": {"min_size": 1, "max_size": int(os.environ["AWP_DB_POOL_MAX"]), "timeout": 120},
+    }
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # the pool checks connections itself
 # Concurrent test processes (helpers, CI retries) must never share a test database.
 DATABASES["default"]["TEST"] = {"NAME": f"test_awp_{os.getpid()}"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
