@@ -57,39 +57,73 @@ def query_params(scope: dict[str, Any]) -> dict[str, str]:
 
 
 class _FrameCache:
-    """Rendered run frames keyed by (run, range, role, reveal): fifty sockets at one position render once."""
+    """Rendered run frames keyed by (run, first seq, role, reveal) → (last seq, html).
 
-    def __init__(self, size: int = 256) -> None:
-        self.size, self.items, self.lock = size, OrderedDict[tuple[Any, ...], str](), threading.Lock()
+    Keyed by where a frame starts, not where it ends: every socket at the same position takes the same
+    chunk, so sockets stay on the same chunk boundaries and fifty of them cost one render per chunk.
+    """
 
-    def get(self, key: tuple[Any, ...]) -> str | None:
+    def __init__(self, size: int = 512, ttl: float = 2.0) -> None:
+        # Short-lived: the rows of a range never change, but its header fragment shows the run as it was.
+        self.size, self.ttl, self.lock = size, ttl, threading.Lock()
+        self.items = OrderedDict[tuple[Any, ...], tuple[float, tuple[int, str]]]()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[int, str] | None:
         with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
+            entry = self.items.get(key)
+            if entry is None or time.monotonic() - entry[0] > self.ttl:
+                return None
+            return entry[1]
 
-    def put(self, key: tuple[Any, ...], value: str) -> None:
+    def put(self, key: tuple[Any, ...], value: tuple[int, str]) -> None:
         with self.lock:
-            self.items[key] = value
+            self.items[key] = (time.monotonic(), value)
+            self.items.move_to_end(key)
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
 
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+
 
 run_frames = _FrameCache()
+_rendering: dict[tuple[Any, ...], asyncio.Future[tuple[int, str]]] = {}
 
 
-def render_run_range(run_pk: int, after: int, upto: int, viewer: Viewer) -> str:
+def render_run_range(run_pk: int, after: int, upto: int, viewer: Viewer) -> tuple[int, str]:
     """OOB fragments for the run's events after < seq <= upto, as this viewer may see them."""
-    key = (run_pk, after, upto, viewer.role, viewer.reveal_sensitive)
+    run = Run.objects.select_related("experiment").get(pk=run_pk)
+    events = list(Event.objects.filter(run_id=run_pk, seq__gt=after, seq__lte=upto).order_by("seq"))
+    return upto, "".join(render_run_fragments(run, events, viewer))
+
+
+async def run_frame(run_pk: int, after: int, upto: int, viewer: Viewer) -> tuple[int, str]:
+    """The next frame after `after` (reaching `upto`, or the chunk another socket already took from there).
+
+    Rendered once however many sockets ask at the same moment; cache hits stay on the event loop, since a
+    trip to the sync thread costs a database connection per call.
+    """
+    key = (run_pk, after, viewer.role, viewer.reveal_sensitive)
     cached = run_frames.get(key)
     if cached is not None:
         return cached
-    run = Run.objects.select_related("experiment").get(pk=run_pk)
-    events = list(Event.objects.filter(run_id=run_pk, seq__gt=after, seq__lte=upto).order_by("seq"))
-    html = "".join(render_run_fragments(run, events, viewer))
-    run_frames.put(key, html)
-    return html
+    pending = _rendering.get(key)
+    if pending is not None and pending.get_loop() is asyncio.get_running_loop():
+        return await asyncio.shield(pending)
+    future: asyncio.Future[tuple[int, str]] = asyncio.get_running_loop().create_future()
+    _rendering[key] = future
+    try:
+        frame = await database_sync_to_async(render_run_range)(run_pk, after, upto, viewer)
+        run_frames.put(key, frame)
+        future.set_result(frame)
+        return frame
+    except BaseException as exc:
+        future.set_exception(exc)
+        future.exception()  # retrieved: waiters re-raise it, nobody else needs a warning
+        raise
+    finally:
+        _rendering.pop(key, None)
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -243,12 +277,12 @@ class RunConsumer(LiveConsumer):
         if behind > MAX_BEHIND and not self.catching_up:
             self.notice_shown = True
             return _notice(behind), self.last_sent, False
-        upto = min(head, self.last_sent + FRAME_ROWS)
-        body = await database_sync_to_async(render_run_range)(self.run_pk, self.last_sent, upto, self.viewer)
-        if self.notice_shown and upto == head:
+        upto, body = await run_frame(self.run_pk, self.last_sent, min(head, self.last_sent + FRAME_ROWS), self.viewer)
+        if self.notice_shown and upto >= head:
             body += '<div id="live-notice" hx-swap-oob="true" hidden></div>'
             self.notice_shown = False
         self.last_sent = upto
+        self.known_head = max(head, upto)
         return body, upto, upto < head
 
 

@@ -10,7 +10,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connections
 
-from experiments.consumers import FRAME_ROWS, MAX_BEHIND, WINDOW
+from experiments.consumers import FRAME_ROWS, MAX_BEHIND, WINDOW, run_frames
 from tests.factories import make_experiment, make_member, make_run, make_user
 from tests.live.helpers import ROW, Frames, append, communicator, install_test_renderer, remove_test_renderer
 
@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def test_renderer():
     install_test_renderer()
+    run_frames.clear()  # pks repeat across test databases
     yield
     remove_test_renderer()
 
