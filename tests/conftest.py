@@ -168,3 +168,33 @@ def _fast_password_hashing(settings) -> None:  # type: ignore[no-untyped-def]
 
 
 assert settings.DATABASES["default"]["ENGINE"].endswith("postgresql"), "tests run on Postgres only"
+
+
+def _drop_test_databases(only_dead: bool) -> None:
+    """Drop this run's test database (or those of dead test runs) even when a stray connection holds it."""
+    import psutil
+    import psycopg
+    from django.db import connection
+
+    from awp_site.db import embedded_url
+
+    url = embedded_url(connection.settings_dict, "postgres")
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+            names = [row[0] for row in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'test_awp_%'")]
+            for name in names:
+                pid = name.rsplit("_", 1)[-1]
+                mine = pid == str(os.getpid())
+                dead = pid.isdigit() and not psutil.pid_exists(int(pid))
+                if (only_dead and dead) or (not only_dead and mine):
+                    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    except psycopg.Error:
+        pass  # best effort: a leftover database costs disk, never correctness
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _drop_test_databases(only_dead=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _drop_test_databases(only_dead=False)
