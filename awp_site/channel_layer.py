@@ -158,8 +158,16 @@ class PostgresNotifyLayer(BaseChannelLayer):
             self._put(state, channel, message, raise_full=False)
 
     def _put(self, state: _LoopState, channel: str, message: dict[str, Any], *, raise_full: bool) -> None:
+        queue = self._queue(state, channel)
+        key = message.get("coalesce")
+        if key is not None:
+            # "Run R reached seq N" supersedes an undelivered "reached seq M": a busy consumer gets one wake-up.
+            for waiting in queue._queue:  # type: ignore[attr-defined]
+                if waiting.get("coalesce") == key and waiting.get("type") == message.get("type"):
+                    waiting.update(message)
+                    return
         try:
-            self._queue(state, channel).put_nowait(dict(message))
+            queue.put_nowait(dict(message))
         except asyncio.QueueFull:
             # A full queue means its consumer is busy; for notify-then-read the next read covers the loss.
             if raise_full:

@@ -87,7 +87,7 @@ def experiment_group(experiment_id: int) -> str:
 
 def announce_run_advanced(*, run_id: int, experiment_id: int, seq: int) -> None:
     """Tell open pages that run `run_id` has events up to `seq`. Call from transaction.on_commit."""
-    message = {"type": "run.advanced", "run": int(run_id), "experiment": int(experiment_id), "seq": int(seq)}
+    message = {"type": "run.advanced", "run": int(run_id), "experiment": int(experiment_id), "seq": int(seq), "coalesce": f"run.{int(run_id)}"}
     _broadcast([run_group(run_id), experiment_group(experiment_id), EXPERIMENTS_GROUP], message)
 
 

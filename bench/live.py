@@ -139,7 +139,14 @@ async def one_rate(port: int, pid: int, run: object, cookie: str, rate: int, sec
     await asyncio.sleep(0.5)
     print(f"  {rate:,} events/s: {CLIENTS} clients connected, ingesting for {seconds:.0f} s", file=sys.stderr)
     commits: dict[int, float] = {}
+    import psutil
+
+    server, me = psutil.Process(pid), psutil.Process()
+    cpu0, mine0, wall0 = sum(server.cpu_times()[:2]), sum(me.cpu_times()[:2]), time.perf_counter()
     await asyncio.to_thread(ingest_steadily, run, rate, seconds, commits)
+    wall = time.perf_counter() - wall0
+    server_cpu = (sum(server.cpu_times()[:2]) - cpu0) / wall * 100
+    bench_cpu = (sum(me.cpu_times()[:2]) - mine0) / wall * 100
     last = max(commits)
     deadline = time.perf_counter() + 15
     while time.perf_counter() < deadline and any(not r or r[-1][1] < last for r in received):
@@ -158,7 +165,7 @@ async def one_rate(port: int, pid: int, run: object, cookie: str, rate: int, sec
             covered = max(covered, seq)
         complete += covered >= last
     s = summary_ms(latencies)
-    return [f"{rate:,}", len(commits), f"{complete}/{CLIENTS}", s["p50"], s["p95"], s["p99"], sum(frames) / CLIENTS, rss_before, rss_after]
+    return [f"{rate:,}", len(commits), f"{complete}/{CLIENTS}", s["p50"], s["p95"], s["p99"], sum(frames) / CLIENTS, rss_before, rss_after, f"{server_cpu:.0f}%", f"{bench_cpu:.0f}%"]
 
 
 def fanout(args: argparse.Namespace) -> None:
@@ -180,7 +187,7 @@ def fanout(args: argparse.Namespace) -> None:
         proc.wait(timeout=10)
     layer = "RedisPubSubChannelLayer" if args.redis else "PostgresNotifyLayer (LISTEN/NOTIFY)"
     print(f"\nLive fan-out · {CLIENTS} clients · {seconds:.0f} s per rate · {layer} · {machine()}\n")
-    print_table(["events/s", "events", "clients complete", "p50 ms", "p95 ms", "p99 ms", "frames/client", "RSS before MB", "RSS after MB"], rows)
+    print_table(["events/s", "events", "clients complete", "p50 ms", "p95 ms", "p99 ms", "frames/client", "RSS before MB", "RSS after MB", "daphne CPU", "bench CPU"], rows)
 
 
 # -- layers alone ----------------------------------------------------------------------------------------
