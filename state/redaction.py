@@ -26,10 +26,18 @@ def sensitive_set(names: Iterable[str]) -> frozenset[str]:
     return frozenset(normalise_key(name) for name in names if name)
 
 
+_PATH_WORD = re.compile(r"[A-Za-z_][\w-]*")
+
+
 def redact(value: Any, sensitive: frozenset[str]) -> Any:
     """Return a copy of `value` with the value of every sensitive key replaced by REDACTED."""
     if isinstance(value, dict):
-        return {k: (REDACTED if is_sensitive(str(k), sensitive) else redact(v, sensitive)) for k, v in value.items()}
+        out = {k: (REDACTED if is_sensitive(str(k), sensitive) else redact(v, sensitive)) for k, v in value.items()}
+        # A delta names its field in `path`, not as a key: {"path": "$.vault.api_key", "value": "sk-…"}.
+        path = value.get("path")
+        if isinstance(path, str) and "value" in out and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path)):
+            out["value"] = REDACTED
+        return out
     if isinstance(value, list):
         return [redact(item, sensitive) for item in value]
     return value

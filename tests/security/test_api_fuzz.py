@@ -1,7 +1,7 @@
 """Schemathesis against /api/v1/openapi.json of a live daphne with a token: zero 5xx, every 4xx has code+message.
 
 Driven through schemathesis' CLI in a subprocess (its HAR report holds every exchange, which the test reads).
-AWP_FUZZ_EXAMPLES (default 6) sets the examples per operation; `make test` runs the short version.
+AWP_FUZZ_EXAMPLES (default 4) sets the examples per operation; `make test` runs the short version.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def framing_refusal(request: dict[str, object]) -> bool:
 def test_fuzzed_api_never_answers_5xx_and_every_4xx_explains_itself(live_server_factory, tmp_path):
     server = live_server_factory(AWP_EMBEDDER="none")
     secret = seed()
-    examples = os.environ.get("AWP_FUZZ_EXAMPLES", "6")
+    examples = os.environ.get("AWP_FUZZ_EXAMPLES", "4")
     report = tmp_path / "report"
     command = [
         str(SCHEMATHESIS), "run", f"{server.url}/api/v1/openapi.json",
