@@ -33,7 +33,8 @@ from memory.markdown import render_markdown
 from memory.models import AccessAudit, MemoryEntry, Note
 from memory.services import save_note
 from memory.working import summarize_result
-from state.services_redaction import redact_for
+from state.redaction import redact_text
+from state.services_redaction import redact_for, sensitive_fields_for
 
 TEMPLATE = "memory/memory_tab.html"
 CURATOR = Membership.Role.CURATOR
@@ -134,10 +135,18 @@ def working(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     day_entries = entries.filter(day=chosen).select_related("run")
     if agent:
         day_entries = day_entries.filter(agent_id=agent)
+    # The runtime logs results as "- **api_key**: …" lines: mask sensitive fields in the text on the way out.
+    sensitive = sensitive_fields_for(experiment)
+    day_entries = [_with_content(e, redact_text(e.content, sensitive)) for e in day_entries]
     agents = sorted(set(entries.exclude(agent_id="").values_list("agent_id", flat=True)))
     return _tab(request, experiment, "working", chosen=chosen, entries=day_entries, agent=agent, agents=agents,
                 weeks=_month(chosen, set(days)), show_archived=show_archived,
                 archived_count=MemoryEntry.objects.filter(experiment=experiment, is_archived=True).count())  # fmt: skip
+
+
+def _with_content(entry: MemoryEntry, content: str) -> MemoryEntry:
+    entry.content = content  # display copy only: never saved
+    return entry
 
 
 def _parse_day(value: str | None) -> date | None:

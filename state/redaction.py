@@ -43,6 +43,20 @@ def redact(value: Any, sensitive: frozenset[str]) -> Any:
     return value
 
 
+_TEXT_FIELD = re.compile(r"""(?P<key>[*_"'`]*(?P<name>[A-Za-z_][\w-]*)[*_"'`]*\s*[:=]\s*)(?P<value>[^\n,}]+)""")
+
+
+def redact_text(text: str, sensitive: frozenset[str]) -> str:
+    """Mask the value of `key: value` / `**key**: value` / `"key": "value"` / `key=value` in free text."""
+
+    def mask(match: re.Match[str]) -> str:
+        if not is_sensitive(match.group("name"), sensitive):
+            return match.group(0)
+        return match.group("key") + REDACTED
+
+    return _TEXT_FIELD.sub(mask, text)
+
+
 def path_is_sensitive(segments: Iterable[str | int], sensitive: frozenset[str]) -> bool:
     """Whether any key on a path is sensitive (then everything below it is too)."""
     return any(isinstance(segment, str) and is_sensitive(segment, sensitive) for segment in segments)
