@@ -159,7 +159,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AWP_MAX_BODY_BYTES", str(32 * 
 # Product knobs.
 AWP_INGEST_MAX_BATCH = int(os.environ.get("AWP_INGEST_MAX_BATCH", "5000"))
 AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
-AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "10000"))  # vectors per experiment
+AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
 AWP_SENSITIVE_FIELDS = env_list(
     "AWP_SENSITIVE_FIELDS", "api_key,apikey,password,passwd,secret,token,authorization,credentials,private_key"

@@ -33,7 +33,7 @@ CHUNK_TIERS = {"semantic": ("long_term", "working", "episodic", "notes")}
 MAX_RESULTS_LIMIT = 100
 # Up to this many vectors in one experiment, semantic search scans them exactly (btree on experiment_id):
 # HNSW post-filters by experiment on pgvector 0.6 and then returns too few rows for a small experiment.
-EXACT_SEARCH_THRESHOLD = int(getattr(settings, "AWP_MEMORY_EXACT_THRESHOLD", 10_000))
+EXACT_SEARCH_THRESHOLD = int(getattr(settings, "AWP_MEMORY_EXACT_THRESHOLD", 20_000))
 HNSW_MAX_EF_SEARCH = 1000
 
 
@@ -230,12 +230,12 @@ def plan_semantic(k: int, experiment_rows: int, table_rows: int, threshold: int 
     """None for an exact scan (small experiment), else the hnsw.ef_search that leaves ~k rows after the filter.
 
     pgvector 0.6 filters HNSW candidates after the scan, so about ef_search × (experiment share) rows survive;
-    ef_search is sized for 8× k of them (capped at pgvector's 1000), and a short answer falls back to exact.
+    ef_search is sized for 20× k of them (capped at pgvector's 1000), and a short answer falls back to exact.
     """
     if experiment_rows <= threshold:
         return None
     share = max(experiment_rows / max(table_rows, experiment_rows), 1e-6)
-    return min(HNSW_MAX_EF_SEARCH, max(40, math.ceil(8 * k / share)))
+    return min(HNSW_MAX_EF_SEARCH, max(40, math.ceil(20 * k / share)))
 
 
 def semantic_sql(where: str, *, exact: bool, columns: str = _COLUMNS) -> str:
