@@ -7,6 +7,7 @@ transaction, so a process killed at any point resumes exactly: no event twice, n
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -23,7 +24,7 @@ from experiments.awp import layout
 from experiments.awp.digests import check_digest
 from experiments.awp.events import EventSpec, file_event, line_event
 from experiments.awp.tail import tail_jsonl
-from experiments.ingest import EventIn, append_events
+from experiments.ingest import append_events
 from experiments.models import (
     BoardPost,
     Digest,
@@ -398,16 +399,9 @@ class FolderImporter:
         )
 
 
-def _event_in(spec: EventSpec) -> EventIn:
-    return EventIn(
-        kind=spec.kind,
-        dedupe_key=spec.dedupe_key[:300],
-        payload=spec.payload,
-        agent_id=spec.agent_id[:200],
-        iteration=spec.iteration,
-        depth=spec.depth,
-        occurred_at=spec.occurred_at,
-    )
+def _event_in(spec: EventSpec) -> EventSpec:
+    """The spec clipped to the ledger's column widths (names in files can be longer than a worker id should be)."""
+    return dataclasses.replace(spec, dedupe_key=spec.dedupe_key[:300], agent_id=spec.agent_id[:200])
 
 
 def _read_json(path: Path) -> Any:

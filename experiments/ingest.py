@@ -5,8 +5,7 @@ Both sources (the AWP folder watcher/importer and the HTTP push API) end here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
@@ -14,23 +13,13 @@ from django.db.models.base import ModelState
 from django.utils import timezone
 
 from awp_site.live import announce_run_advanced
+from experiments.awp.events import EventSpec
 from experiments.jsonb import PayloadNotStorable, payload_json
 from experiments.models import Event, Run
 from experiments.projections import IngestRefused, ProjectionContext, project
 
-
-@dataclass(frozen=True)
-class EventIn:
-    """One event to append; `dedupe_key` makes a replay a no-op (blackboard id, digest sha, file+offset, client key)."""
-
-    kind: str
-    dedupe_key: str
-    payload: dict[str, Any] = field(default_factory=dict)
-    agent_id: str = ""
-    iteration: int | None = None
-    depth: int = 0
-    occurred_at: datetime | None = None
-    payload_bytes: bytes | None = None  # payload already serialised by payload_json (the API validates that way)
+# One event type from the folder readers to the ledger: EventSpec is pure (no Django), so the readers can build it.
+EventIn = EventSpec
 
 
 @dataclass

@@ -11,7 +11,7 @@ from experiments.awp.layout import SourceFile
 
 @dataclass(frozen=True)
 class EventSpec:
-    """A ledger event before it has a seq (mirrors experiments.ingest.EventIn without Django)."""
+    """A ledger event before it has a seq; `dedupe_key` makes a replay a no-op (experiments.ingest appends it)."""
 
     kind: str
     dedupe_key: str
@@ -20,6 +20,7 @@ class EventSpec:
     iteration: int | None = None
     depth: int = 0
     occurred_at: datetime | None = None
+    payload_bytes: bytes | None = None  # the payload already serialised by experiments.jsonb.payload_json
 
 
 def parse_time(value: Any) -> datetime | None:
