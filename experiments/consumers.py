@@ -398,18 +398,13 @@ def _notice(behind: int) -> str:
     return render_to_string("live/_notice.html", {"behind": behind})
 
 
-# -- default experiment fragments: the experiments-list row and the experiment page's status dot -----------
-# (the review badges come from memory.curation.badge; run rows on the Runs tab from the ingest part)
+# -- the experiment page's status dot (the list row comes from experiments.fragments, the review badges from
+# memory.curation.badge, run rows on the Runs tab from experiments.fragments too) ------------------------------
 
 
-def experiment_row_fragments(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
-    """The experiments-list row and the experiment page's status dot, swapped in place by id."""
-    from django.db.models import Count, Max
-
-    stats = experiment.runs.aggregate(run_count=Count("pk"), last_activity=Max("updated_at"))
-    experiment.run_count = stats["run_count"]  # type: ignore[attr-defined]
-    experiment.last_activity = stats["last_activity"]  # type: ignore[attr-defined]
-    return [render_to_string("live/_experiment_oob.html", {"e": experiment, "oob": True})]
+def experiment_status_fragments(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
+    """The experiment page's status dot, swapped in place by id."""
+    return [render_to_string("live/_experiment_oob.html", {"e": experiment})]
 
 
-register_experiment_fragment("live.experiment_row", experiment_row_fragments)
+register_experiment_fragment("live.experiment_status", experiment_status_fragments)

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from experiments.access import experiment_view
 from experiments.forms import ExperimentCreateForm, ProtocolForm
 from experiments.models import Experiment, Membership, role_at_least
+from memory.curation.badge import pending_count, with_pending_counts
 
 
 def render_tab(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
@@ -30,8 +31,6 @@ def render_tab(request: HttpRequest, template: str, context: dict[str, Any]) -> 
 
 def pending_proposals(experiment: Experiment) -> int:
     """Pending review items for the experiment's Review badge."""
-    from memory.curation.badge import pending_count
-
     return pending_count(experiment)
 
 
@@ -41,7 +40,7 @@ def can_create_experiments(user: Any) -> bool:
 
 @require_GET
 def experiment_list(request: HttpRequest) -> HttpResponse:
-    experiments = (
+    experiments = with_pending_counts(
         Experiment.objects.visible_to(request.user)
         .annotate(run_count=Count("runs", distinct=True), last_activity=Max("runs__updated_at"))
         .order_by("-updated_at")

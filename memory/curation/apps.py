@@ -16,4 +16,3 @@ class CurationConfig(AppConfig):
         for kind in ("tool", "fact", "antipattern"):
             register_file_handler(kind, projectors.on_runtime_curator_file)
         register_experiment_fragment("curation.pending_badge", badge.badge_fragments)
-        badge.install_property()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils.html import format_html
 
 from awp_site.live import Viewer
@@ -13,30 +12,21 @@ from experiments.models import Experiment
 
 def pending_count(experiment: Experiment) -> int:
     """How many proposals of the experiment wait for review."""
-    cached = getattr(experiment, "_pending_count", None)
-    if cached is not None:
-        return int(cached)
     return experiment.proposals.filter(status="pending").count()
 
 
 def with_pending_counts(experiments: QuerySet[Experiment]) -> QuerySet[Experiment]:
-    """The queryset annotated with `pending_count` in the same query (for the experiments list)."""
-    return experiments.annotate(pending_count=Count("proposals", filter=Q(proposals__status="pending"), distinct=True))
+    """The queryset annotated with `pending_count` by one correlated subquery (no join fan-out with other counts)."""
+    from memory.curation.models import Proposal
 
-
-def _get(self: Experiment) -> int:
-    return pending_count(self)
-
-
-def _set(self: Experiment, value: Any) -> None:
-    # An annotation of the same name (with_pending_counts) lands here and spares the per-row query.
-    self._pending_count = value  # type: ignore[attr-defined]
-
-
-def install_property() -> None:
-    """Give Experiment a `pending_count` attribute so list rows (`e.pending_count`) show the badge."""
-    if not isinstance(getattr(Experiment, "pending_count", None), property):
-        Experiment.pending_count = property(_get, _set)  # type: ignore[attr-defined]
+    pending = (
+        Proposal.objects.filter(experiment=OuterRef("pk"), status="pending")
+        .order_by()
+        .values("experiment")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return experiments.annotate(pending_count=Coalesce(Subquery(pending), 0))
 
 
 def badge_fragments(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
