@@ -128,5 +128,6 @@ def run_digests(request: HttpRequest, experiment: Experiment, pk: int) -> HttpRe
 @experiment_view()
 def run_problems(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
     run = _run(experiment, pk)
-    context = {"run_tab": "problems", "problems": presenters.problems_of(run)}
+    violations = run.rule_violations.all()[:500]  # Layer-4 rules the run broke (flagged by the state projector)
+    context = {"run_tab": "problems", "problems": presenters.problems_of(run), "violations": violations}
     return render_run_tab(request, experiment, run, "experiments/run_problems.html", context)

@@ -73,3 +73,16 @@ def test_pushed_nul_payload_is_refused_and_nothing_is_stored(client):
     response = client.post("/api/v1/ingest", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 400 and response.json()["code"] == "json_nul_character"
     assert not Event.objects.filter(run__experiment=experiment).exists()
+
+
+def test_rule_violations_of_an_ingested_run_show_on_its_problems_tab(client):
+    from experiments.projections import ProjectionContext
+    from tests.factories import PASSWORD, make_member
+
+    run = make_run()
+    viewer = make_member(run.experiment, "viewer")
+    delta = {"agent_id": "rogue", "round": 1, "weight": 1, "op": "add", "path": "$._meta", "value": 1, "provenance": "file x"}
+    append_events(run, [EventIn(kind="state.delta", dedupe_key="d1", payload=delta)], ctx=ProjectionContext(strict=False, source="import"))
+    client.login(username=viewer.username, password=PASSWORD)
+    body = client.get(f"/experiments/{run.experiment.slug}/runs/{run.pk}/problems/").content.decode()
+    assert "R13" in body and "rogue" in body
