@@ -124,9 +124,12 @@ def test_two_workers_and_two_watchers_make_one_ledger_live_on_both(live_server_f
         assert len(rows) == 1 + 2000 + 2
         assert [s for s, _ in rows] == list(range(1, len(rows) + 1))
         assert len({k for _, k in rows}) == len(rows)
-        # Live on both: each worker's socket saw what was ingested through the other one.
+        # Live on both: each worker's socket reached the head, i.e. saw what was ingested through the other one.
+        head = Run.objects.get(pk=run.pk).last_seq
         for frames in (run_a, run_b):
-            assert "VIA-A" in frames and "VIA-B" in frames
+            seqs = [int(s) for s in re.findall(r'id="live-mark"[^>]*data-seq="(\d+)"', frames)]
+            assert seqs and max(seqs) == head, (seqs[-3:], head)
+            assert 'id="event-2003"' in frames or "VIA-B" in frames, frames[-500:]
         folder_runs = list(Run.objects.filter(experiment=experiment).exclude(pk=run.pk).values_list("run_id", flat=True))
         assert len(folder_runs) == 3
         for frames in (exp_a, exp_b):
