@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from experiments.awp.layout import SourceFile
@@ -23,14 +23,18 @@ class EventSpec:
     payload_bytes: bytes | None = None  # the payload already serialised by experiments.jsonb.payload_json
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def parse_time(value: Any) -> datetime | None:
     """An ISO string or epoch seconds as an aware datetime; None when it is neither."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
         try:
-            return datetime.fromtimestamp(float(value), tz=UTC)
-        except (OverflowError, OSError, ValueError):
+            # Arithmetic, not datetime.fromtimestamp: that one costs ~25 µs a call under Django's TZ setup.
+            return EPOCH + timedelta(seconds=float(value))
+        except (OverflowError, ValueError):
             return None
     if isinstance(value, str) and value:
         try:
