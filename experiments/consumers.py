@@ -41,6 +41,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 FRAME_INTERVAL = 0.1  # seconds between frames on one socket
 FRAME_ROWS = 500  # ledger rows in one frame at most
+SAFETY_POLL_SECONDS = 5.0  # an idle socket re-reads the head from Postgres this often
 MAX_BEHIND = 2000  # further behind than this, the page gets a "load more" notice instead of rows
 WINDOW = 2  # frames in flight (sent, not yet acknowledged) per socket
 ROLE_RECHECK_SECONDS = 30.0  # a revoked membership stops the stream within this time
@@ -191,7 +192,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
         last_frame_at = -FRAME_INTERVAL
         try:
             while True:
-                await self.wake.wait()
+                try:
+                    await asyncio.wait_for(self.wake.wait(), timeout=SAFETY_POLL_SECONDS)
+                except TimeoutError:
+                    # Notify, then read, with a safety net: a notification lost in a Redis or LISTEN hiccup
+                    # costs this socket a few seconds, never a row.
+                    self.on_resync()
                 while self.frames_sent - self.frames_acked >= WINDOW:
                     self.acked.clear()
                     await self.acked.wait()
@@ -292,7 +298,8 @@ class RunConsumer(LiveConsumer):
             body += '<div id="live-notice" hx-swap-oob="true" hidden></div>'
             self.notice_shown = False
         self.last_sent = upto
-        self.known_head = max(head, upto)
+        # Not max(head, upto) alone: a notification may have raised known_head while this frame rendered.
+        self.known_head = max(self.known_head or 0, head, upto)
         return body, upto, upto < head
 
 

@@ -77,9 +77,16 @@ def run_detail(request: HttpRequest, experiment: Experiment, pk: int) -> HttpRes
         "last_seq": page[-1].seq if page else after,
         "is_live_tail": not more and not (kind or worker or iteration is not None),
         "kinds": ["run.", "iteration.", "worker.", "tool.call", "metric.", "board.post", "digest", "state.", "log"],
-        "workers": sorted(set(run.events.exclude(agent_id="").values_list("agent_id", flat=True).distinct()[:100])),
+        "workers": _workers_of(run),
     }
     return render_run_tab(request, experiment, run, "experiments/run_detail.html", context)
+
+
+def _workers_of(run: Run) -> list[str]:
+    """Workers of the run for the filter: read from worker events through the (run, kind, seq) index, never a
+    DISTINCT over every event of a long run."""
+    workers = run.events.filter(kind__in=["worker.spawn", "worker.complete"]).exclude(agent_id="")
+    return list(workers.order_by("agent_id").values_list("agent_id", flat=True).distinct()[:200])
 
 
 @require_GET

@@ -31,20 +31,30 @@ def _filters(data: Any) -> dict[str, str]:
     return {"kind": kind if kind in KINDS else "", "status": status if status in STATUSES + ["all"] else "pending"}
 
 
-def queue_context(experiment: Experiment, filters: dict[str, str], role: str | None) -> dict[str, Any]:
-    """The queue rows for the filters (evidence and run counts annotated in the same query)."""
+PAGE_SIZE = 100
+
+
+def queue_context(experiment: Experiment, filters: dict[str, str], role: str | None, page: int = 1) -> dict[str, Any]:
+    """One page of queue rows for the filters (evidence and run counts annotated for that page only)."""
     proposals = Proposal.objects.filter(experiment=experiment)
     if filters["kind"]:
         proposals = proposals.filter(kind=filters["kind"])
     if filters["status"] != "all":
         proposals = proposals.filter(status=filters["status"])
-    proposals = proposals.annotate(
+    ordering = ("-first_seen_at", "-pk")
+    offset = (page - 1) * PAGE_SIZE
+    # Pick the page first, then count evidence for its rows: counting for 10k proposals to show 100 is waste.
+    ids = list(proposals.order_by(*ordering).values_list("pk", flat=True)[offset : offset + PAGE_SIZE + 1])
+    rows = Proposal.objects.filter(pk__in=ids[:PAGE_SIZE]).annotate(
         evidence_count=Count("evidence", distinct=True),
         run_count=Count("evidence__run_ref", distinct=True, filter=~Q(evidence__run_ref="")),
-    ).order_by("-first_seen_at", "-pk")[:500]
+    ).order_by(*ordering)
     return {
         "experiment": experiment,
-        "proposals": proposals,
+        "proposals": rows,
+        "page": page,
+        "next_page": page + 1 if len(ids) > PAGE_SIZE else None,
+        "previous_page": page - 1 if page > 1 else None,
         "filters": filters,
         "filter_query": urlencode(filters),
         "kinds": KINDS,
@@ -79,7 +89,8 @@ def detail_context(experiment: Experiment, proposal: Proposal, role: str | None)
 @experiment_view()
 def review_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     role = request.experiment_role  # type: ignore[attr-defined]
-    context = queue_context(experiment, _filters(request.GET), role)
+    page = request.GET.get("page", "1")
+    context = queue_context(experiment, _filters(request.GET), role, page=int(page) if page.isdigit() and int(page) > 0 else 1)
     selected = request.GET.get("selected", "")
     if selected.isdigit():
         proposal = Proposal.objects.filter(experiment=experiment, pk=int(selected)).first()
