@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from django.db import close_old_connections, connection
@@ -30,21 +31,52 @@ class FolderLocks:
         params = connection.get_connection_params()
         params.pop("cursor_factory", None)
         params.pop("context", None)
-        self.conn = psycopg.connect(**params, autocommit=True)
+        self.params = params
+        self.conn: psycopg.Connection[Any] | None = psycopg.connect(**params, autocommit=True)
         self.held: set[int] = set()
+
+    def _locked(self, key: int) -> bool:
+        if self.conn is None or self.conn.closed:
+            self.conn = psycopg.connect(**self.params, autocommit=True)
+        row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+        return bool(row and row[0])
 
     def try_acquire(self, folder: Path) -> bool:
         key = folder_lock_key(folder)
         if key in self.held:
             return True
-        row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-        if row and row[0]:
-            self.held.add(key)
-            return True
+        try:
+            if self._locked(key):
+                self.held.add(key)
+                return True
+        except psycopg.Error:
+            self.conn = None  # Postgres is away; try again on a later pass
         return False
 
+    def holds(self, folder: Path) -> bool:
+        return folder_lock_key(folder) in self.held
+
+    def revalidate(self) -> None:
+        """After the lock connection died (Postgres restarted), take the locks again or give the folders up."""
+        if self.conn is not None:
+            try:
+                self.conn.execute("SELECT 1")
+                return
+            except psycopg.Error:
+                self.conn = None
+        kept = set()
+        for key in self.held:
+            try:
+                if self._locked(key):
+                    kept.add(key)
+            except psycopg.Error:
+                self.conn = None
+                break
+        self.held = kept
+
     def close(self) -> None:
-        self.conn.close()
+        if self.conn is not None:
+            self.conn.close()
 
 
 def watch_folders(
@@ -60,6 +92,10 @@ def watch_folders(
     importers: dict[Path, FolderImporter] = {}
     try:
         while not should_stop():
+            # A session lock dies with its connection: another watcher may own a folder now.
+            locks.revalidate()
+            for folder in [f for f in importers if not locks.holds(f)]:
+                del importers[folder]
             for folder in folders:
                 if should_stop():
                     break
