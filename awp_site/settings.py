@@ -106,7 +106,8 @@ if int(os.environ.get("AWP_DB_POOL_MAX", "0")) > 0:
         **DATABASES["default"].get("OPTIONS", {}),
         "pool": {"min_size": 1, "max_size": int(os.environ["AWP_DB_POOL_MAX"]), "timeout": 120},
     }
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # the pool checks connections itself
+    # With a pool, Django turns CONN_HEALTH_CHECKS into the pool's check on checkout: after a Postgres restart
+    # the dead connections are replaced instead of failing the next requests.
 # Concurrent test processes (helpers, CI retries) must never share a test database.
 DATABASES["default"]["TEST"] = {"NAME": f"test_awp_{os.getpid()}"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
