@@ -140,13 +140,3 @@ class RedisServer:
             self.proc.wait(timeout=10)
         self.proc = None
 
-
-def percentile(samples: list[float], p: float) -> float:
-    """The p-th percentile (0..100) by linear interpolation (nan for no samples)."""
-    if not samples:
-        return float("nan")
-    ordered = sorted(samples)
-    rank = (len(ordered) - 1) * p / 100.0
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)

@@ -18,8 +18,9 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from bench.common import percentile
 from tests.factories import make_experiment, make_member, make_token
-from tests.proofkit import log_events, percentile, push, run_start
+from tests.proofkit import log_events, push, run_start
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 USERS = int(os.environ.get("AWP_LOAD_USERS", "200"))
