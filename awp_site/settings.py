@@ -104,7 +104,8 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if int(os.environ.get("AWP_DB_POOL_MAX", "0")) > 0:
     DATABASES["default"]["OPTIONS"] = {
         **DATABASES["default"].get("OPTIONS", {}),
-        "pool": {"min_size": 1, "max_size": int(os.environ["AWP_DB_POOL_MAX"]), "timeout": 120},
+        # timeout: how long a request waits for a free connection (or for Postgres to come back) before a 503.
+        "pool": {"min_size": 1, "max_size": int(os.environ["AWP_DB_POOL_MAX"]), "timeout": float(os.environ.get("AWP_DB_POOL_TIMEOUT", "120"))},
     }
     # With a pool, Django turns CONN_HEALTH_CHECKS into the pool's check on checkout: after a Postgres restart
     # the dead connections are replaced instead of failing the next requests.
