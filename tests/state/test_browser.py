@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from experiments.protocol import parse_protocol
 from tests.conftest import login
@@ -21,6 +22,13 @@ state:
 """
 
 
+
+def settled(page) -> None:  # type: ignore[no-untyped-def]
+    """Wait until htmx has swapped and processed the new tab: the URL changes before its listeners are bound."""
+    expect(page.locator(".htmx-request, .htmx-swapping, .htmx-settling")).to_have_count(0)
+    page.wait_for_timeout(50)
+
+
 def test_state_tab_time_travel_sharing_and_redaction(asgi_server, page):
     experiment = make_experiment(protocol_yaml=PROTOCOL, protocol=parse_protocol(PROTOCOL))
     viewer = make_member(experiment, "viewer")
@@ -37,16 +45,19 @@ def test_state_tab_time_travel_sharing_and_redaction(asgi_server, page):
 
     page.fill("#state-seq", "1")
     page.wait_for_url("**seq=1**")
+    settled(page)
     assert draft.inner_text() == '"first draft"'
     assert page.locator('[data-path="$.analyst.score"]').count() == 0
     assert page.locator("#state-seq-label").inner_text() == "seq 1"
 
     page.click("#state-next")
     page.wait_for_url("**seq=2**")
+    settled(page)
     assert draft.inner_text() == '"second draft"'
 
     page.select_option("#state-as", "analyst")
     page.wait_for_url("**as=analyst**")
+    settled(page)
     page.locator('[data-path="$.researcher.findings[0]"]').wait_for()
     assert draft.count() == 0
 
