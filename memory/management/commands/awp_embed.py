@@ -36,14 +36,18 @@ class Command(BaseCommand):
         if not enabled:
             # A disabled embedder is a supported configuration, not an error: awp_serve must not see a crash.
             self.stdout.write("The semantic tier is disabled (AWP_EMBEDDER=none): nothing to embed.")
-        while True:
-            self._archive(experiment)
-            if enabled:
-                self._embed_once(experiment, options["batch_size"])
-            if not options["loop"]:
-                return
-            close_old_connections()
-            time.sleep(options["interval"] if enabled else max(options["interval"], 60.0))
+        try:
+            while True:
+                self._archive(experiment)
+                if enabled:
+                    self._embed_once(experiment, options["batch_size"])
+                if not options["loop"]:
+                    return
+                close_old_connections()
+                time.sleep(options["interval"] if enabled else max(options["interval"], 60.0))
+        except KeyboardInterrupt:
+            # Ctrl-C on `make run` reaches every process: stop quietly (what is embedded stays embedded).
+            self.stdout.write("embedding worker stopped")
 
     def _archive(self, experiment: Experiment | None) -> None:
         # Retention runs with the worker: working entries past retention_days are archived, never deleted.
