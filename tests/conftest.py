@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
+from bench.common import free_port, wait_for_port
 from tests.factories import PASSWORD, make_experiment, make_member
 
 # The real-runtime harness (FakeLLM, fake_llm fixture) is available to every test module.
@@ -24,12 +23,6 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_database_url() -> str:
@@ -47,18 +40,6 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env.update({"DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "awp_site.settings", "PYTHONUNBUFFERED": "1"})
     env.update(extra)
     return env
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited early with {proc.returncode}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
 
 
 class AsgiServer:

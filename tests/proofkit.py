@@ -14,6 +14,7 @@ from typing import Any
 
 import requests
 
+from bench.common import free_port
 from tests.factories import PASSWORD
 
 FRAME_MARK = re.compile(r'data-frame="(\d+)"')
@@ -98,12 +99,6 @@ def wait_until(predicate: Callable[[], bool], *, timeout: float, interval: float
             return
         time.sleep(interval)
     raise TimeoutError(f"{what} not reached within {timeout}s")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RedisServer:

@@ -14,25 +14,11 @@ import requests
 from websockets.asyncio.client import connect
 
 from tests.conftest import ROOT, subprocess_env
-from tests.factories import PASSWORD, make_member, make_run, make_token
+from tests.factories import make_member, make_run, make_token
+from tests.proofkit import login_cookie
 
 REDIS_URL = f"redis://127.0.0.1:6379/{os.getpid() % 15 + 1}"
 SEQ = re.compile(r'id="live-mark"[^>]*data-frame="(\d+)" data-seq="(\d+)"')
-
-
-def session_cookie(server, username: str) -> str:  # type: ignore[no-untyped-def]
-    """Log in over HTTP through the real login form; returns the session cookie value."""
-    http = requests.Session()
-    http.get(f"{server.url}/login/", timeout=10)
-    response = http.post(
-        f"{server.url}/login/",
-        data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": http.cookies["csrftoken"]},
-        headers={"Referer": f"{server.url}/login/"},
-        timeout=10,
-        allow_redirects=False,
-    )
-    assert response.status_code == 302, response.text[:300]
-    return http.cookies["sessionid"]
 
 
 async def frame_reaching(ws, seq: int, timeout: float = 20) -> str:  # type: ignore[no-untyped-def]
@@ -49,7 +35,7 @@ async def frame_reaching(ws, seq: int, timeout: float = 20) -> str:  # type: ign
 
 def open_socket(server, path: str, cookie: str):  # type: ignore[no-untyped-def]
     return connect(
-        f"ws://127.0.0.1:{server.port}{path}", origin=server.url, additional_headers={"Cookie": f"sessionid={cookie}"}
+        f"ws://127.0.0.1:{server.port}{path}", origin=server.url, additional_headers={"Cookie": cookie}
     )
 
 
@@ -60,7 +46,7 @@ def test_two_redis_backed_workers_socket_on_a_ingest_through_b(live_server_facto
     run = make_run(experiment, run_id="two-workers")
     a = live_server_factory(REDIS_URL=REDIS_URL)
     b = live_server_factory(REDIS_URL=REDIS_URL)
-    cookie = session_cookie(a, user.username)
+    cookie = login_cookie(a.url, user.username)
 
     async def scenario() -> str:
         async with open_socket(a, f"/ws/runs/{run.pk}/?after=0", cookie) as ws:
@@ -84,7 +70,7 @@ def test_default_postgres_layer_carries_an_append_from_another_process(live_serv
     user = make_member(experiment, "viewer")
     run = make_run(experiment, run_id="cross-process")
     server = live_server_factory()  # no REDIS_URL: the Postgres LISTEN/NOTIFY layer
-    cookie = session_cookie(server, user.username)
+    cookie = login_cookie(server.url, user.username)
     script = textwrap.dedent(
         f"""
         from experiments.ingest import EventIn, append_events
