@@ -8,6 +8,8 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 
+from experiments.jsonb import holds_nul
+
 # The API authenticates itself (session or bearer token); admin has its own login; the rest needs a user.
 PUBLIC_PREFIXES = ("/login/", "/healthz", "/static/", "/api/", "/admin/", "/favicon.ico")
 
@@ -96,7 +98,7 @@ def _refuse_body(request: HttpRequest, limit: int) -> HttpResponse | None:
         import json
 
         try:
-            has_nul = _holds_nul(json.loads(body))
+            has_nul = holds_nul(json.loads(body))
         except (ValueError, RecursionError):
             return None  # the API's parser answers malformed or too-deep JSON with its own code
         if has_nul:
@@ -104,19 +106,3 @@ def _refuse_body(request: HttpRequest, limit: int) -> HttpResponse | None:
                 {"code": "json_nul_character", "message": "JSON strings may not contain the NUL character (\\u0000)."}, status=400
             )
     return None
-
-
-def _holds_nul(value: object) -> bool:
-    """Whether any string (key or value) in a parsed JSON document contains U+0000 (iterative: no recursion)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False

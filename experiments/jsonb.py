@@ -17,16 +17,22 @@ def payload_json(payload: dict[str, Any]) -> bytes:
         data = orjson.dumps(payload, default=str, option=orjson.OPT_NON_STR_KEYS)
     except (TypeError, orjson.JSONEncodeError) as exc:
         raise PayloadNotStorable(f"the payload cannot be stored as JSON ({exc})") from None
-    if b"\\u0000" in data and _has_nul(payload):
+    if b"\\u0000" in data and holds_nul(payload):
         raise PayloadNotStorable("the payload contains a NUL character (\\u0000), which Postgres jsonb cannot store")
     return data
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(item) for item in value)
+def holds_nul(value: object) -> bool:
+    """Whether any string (key or value) in a JSON document contains U+0000 (iterative: no recursion limit)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
