@@ -31,3 +31,10 @@ def contract_sensitive_fields(protocol: dict[str, Any]) -> list[str]:
 def redact_for(experiment: Any, value: Any) -> Any:
     """Redact `value` with the experiment's sensitive fields (what every way out must call)."""
     return redact(value, sensitive_fields_for(experiment))
+
+
+def redact_text_for(experiment: Any, text: str) -> str:
+    """Redact free text (logs, search content, snippets, prompts) for the experiment: the one text way out."""
+    from state.redaction import redact_text
+
+    return redact_text(text, sensitive_fields_for(experiment))
