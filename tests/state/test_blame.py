@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from experiments.ingest import EventIn, append_events
 from state.blame import file_changes
+from state.models import RuleViolation, StateDelta
 from state.replay import apply_diff
+from state.services import state_at_seq
+from tests.factories import make_run
 from tests.state.strategies import json_values
 
 AGENTS = ["zed_scout", "mid_builder", "alpha_judge"]
@@ -50,3 +57,23 @@ def test_cumulative_files_in_runtime_order_blame_each_agent_for_exactly_its_key(
         state = apply_diff(state, [b.entry for b in found.changes])
         assert state == after
     assert all(keys == {agent} for agent, keys in blamed.items())
+
+
+@pytest.mark.django_db
+def test_a_state_file_that_drops_another_agents_key_is_a_problem_on_the_run_not_a_remove(experiment):
+    run = make_run(experiment)
+
+    def state_file(agent: str, second: int, state: dict) -> EventIn:
+        when = datetime(2026, 11, 23, 13, 51, second, tzinfo=UTC)
+        payload = {"agent_id": agent, "timestamp": when.isoformat(), "state": state, "file": f"data/state/r/{agent}.json"}
+        return EventIn(kind="state.snapshot", dedupe_key=f"file:{agent}", payload=payload, agent_id=agent, occurred_at=when, ts_source="record")
+
+    append_events(run, [state_file("zed_scout", 1, {"zed_scout": {"summary": "z"}, "notes": "n"})])
+    append_events(run, [state_file("mid_builder", 2, {"mid_builder": {"summary": "m"}})])
+    assert not StateDelta.objects.filter(run=run, op="remove").exists()
+    problems = RuleViolation.objects.filter(run=run)
+    assert sorted((p.rule, p.agent_id, p.path) for p in problems) == [
+        ("snapshot_dropped_key", "mid_builder", "$.notes"),
+        ("snapshot_dropped_key", "mid_builder", "$.zed_scout"),
+    ]
+    assert state_at_seq(run=run)[1] == {"zed_scout": {"summary": "z"}, "notes": "n", "mid_builder": {"summary": "m"}}
