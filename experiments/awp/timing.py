@@ -10,7 +10,7 @@ Every event gets a time (`ts`, stored as Event.occurred_at) and says where it ca
 A one-shot import of a finished run appends its events in `ts` order with a tie-break that does not depend on
 the order files were listed in; a watched live run keeps arrival order. In both, DAG state files are applied in
 the runtime's order (their own `timestamp`, then the workflow graph), never by mtime or name: each state file is
-diffed against the one before it, so that order decides who is blamed for a change.
+diffed against the state the files before it built (state.blame), so that order decides what changed when.
 """
 
 from __future__ import annotations
