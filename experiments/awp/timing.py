@@ -75,7 +75,8 @@ def _parent_time(spec: EventSpec, first: Mapping[tuple[int, str], datetime], las
 
 def graph_rank(protocol: Mapping[str, Any] | None) -> dict[str, int]:
     """Each agent of a workflow's DAG (orchestration.graph) → its place in dependency order (ties: listing order)."""
-    graph = ((protocol or {}).get("orchestration") or {}).get("graph") if isinstance(protocol, Mapping) else None
+    orchestration = protocol.get("orchestration") if isinstance(protocol, Mapping) else None
+    graph = orchestration.get("graph") if isinstance(orchestration, Mapping) else None
     if not isinstance(graph, list):
         return {}
     nodes: list[tuple[str, str, set[str]]] = []

@@ -39,7 +39,8 @@ def test_graph_rank_follows_dependencies_not_listing_or_names():
     assert graph_rank(CHAIN) == {"zed_scout": 0, "mid_builder": 1, "alpha_judge": 2}
     cycle = {"orchestration": {"graph": [{"id": "a", "depends_on": ["b"]}, {"id": "b", "depends_on": ["a"]}, {"id": "c"}]}}
     assert set(graph_rank(cycle)) == {"a", "b", "c"} and graph_rank(cycle)["c"] == 0
-    assert graph_rank(None) == {} and graph_rank({"orchestration": {"graph": "nope"}}) == {}
+    assert graph_rank(None) == {} and graph_rank({"orchestration": {"graph": "nope"}}) == {} == graph_rank({"orchestration": "dag"})
+    assert graph_rank({"orchestration": {"graph": [{"agent": "solo", "depends_on": "not a list"}, "junk"]}}) == {"solo": 0}
 
 
 EXECUTION = ["zed_scout", "mid_builder", "alpha_judge"]
