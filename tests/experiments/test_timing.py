@@ -43,6 +43,16 @@ def test_graph_rank_follows_dependencies_not_listing_or_names():
     assert graph_rank({"orchestration": {"graph": [{"agent": "solo", "depends_on": "not a list"}, "junk"]}}) == {"solo": 0}
 
 
+@given(st.data(), st.integers(1, 7))
+def test_graph_rank_puts_every_dependency_first_whatever_the_listing(data, size):
+    depends = [data.draw(st.sets(st.integers(0, i - 1), max_size=i)) if i else set() for i in range(size)]
+    listing = data.draw(st.permutations(range(size)))
+    graph = [{"id": f"n{i}", "depends_on": [f"n{d}" for d in depends[i]]} for i in listing]
+    rank = graph_rank({"orchestration": {"graph": graph}})
+    assert sorted(rank.values()) == list(range(size))
+    assert all(rank[f"n{d}"] < rank[f"n{i}"] for i in range(size) for d in depends[i])
+
+
 EXECUTION = ["zed_scout", "mid_builder", "alpha_judge"]
 @given(
     st.permutations(range(4)),
