@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -101,7 +101,7 @@ def ingest(request: HttpRequest, body: IngestIn) -> dict[str, Any]:
         except PayloadNotStorable as exc:
             errors.append(ItemError(index, "invalid_payload", str(exc)))
             continue
-        events.append(EventIn(s.kind, s.dedupe_key, s.payload, s.agent_id, s.iteration, s.depth, s.occurred_at, data))
+        events.append(EventIn(s.kind, s.dedupe_key, s.payload, s.agent_id, s.iteration, s.depth, s.occurred_at, data, ts_source=s.ts_source))
     if errors:
         raise ApiError(422, "invalid_events", f"{len(errors)} event(s) were refused; nothing was stored.", errors=[e.as_dict() for e in errors])
     try:
@@ -170,6 +170,8 @@ class EventOut(Schema):
     agent_id: str
     iteration: int | None
     depth: int
+    ts: datetime = Field(..., description="when it happened, ISO 8601 in UTC (stable): see ts_source")
+    ts_source: str = Field(..., description="where ts came from: record | parent (the record it belongs to) | mtime (the file's) | received")
     occurred_at: datetime | None
     recorded_at: datetime
     payload: Any
@@ -215,6 +217,8 @@ def run_events(
             "agent_id": e.agent_id,
             "iteration": e.iteration,
             "depth": e.depth,
+            "ts": e.ts.astimezone(UTC),
+            "ts_source": e.ts_from,
             "occurred_at": e.occurred_at,
             "recorded_at": e.recorded_at,
             "payload": e.payload,

@@ -22,8 +22,9 @@ from django.utils.text import slugify
 
 from experiments.awp import layout
 from experiments.awp.digests import check_digest
-from experiments.awp.events import EventSpec, file_event, line_event
+from experiments.awp.events import EventSpec, file_event, line_event, parse_time
 from experiments.awp.tail import tail_jsonl
+from experiments.awp.timing import Read, append_order, graph_rank, stamp
 from experiments.ingest import append_events
 from experiments.models import (
     BoardPost,
@@ -80,7 +81,7 @@ class ImportSummary:
 @dataclass
 class _RunWork:
     run: Run
-    events: list[EventSpec] = field(default_factory=list)
+    reads: list[Read] = field(default_factory=list)
     cursors: list[tuple[str, int, int, str]] = field(default_factory=list)  # (abs path, offset, generation, sha)
     problems: list[IngestProblem] = field(default_factory=list)
 
@@ -94,6 +95,7 @@ class FolderImporter:
         self.ctx = ProjectionContext(strict=False, source=source)
         self.final = final
         self._stat_cache: dict[str, tuple[int, int]] = {}
+        self._ranks: dict[str, tuple[int, dict[str, int]]] = {}
         self.experiments: dict[int, Experiment] = {}
         self.run_pks: set[int] = set()
 
@@ -184,6 +186,7 @@ class FolderImporter:
         if total:
             total(len(scan.files) + len(scan.memory))
         cursors = {c.path: c for c in IngestCursor.objects.filter(experiment=experiment, folder=str(workflow_dir))}
+        rank = self._graph_rank(workflow_dir, scan)
         work: dict[str, _RunWork] = {}
         files = sorted(scan.files, key=lambda f: (runs[f.run_id].depth, f.run_id, f.order, f.relpath))
         for source in files:
@@ -192,9 +195,27 @@ class FolderImporter:
             if progress:
                 progress(1)
         for item in work.values():
-            if item.events or item.cursors or item.problems:
-                self._commit(item, str(workflow_dir), stats)
+            if item.reads or item.cursors or item.problems:
+                self._commit(item, str(workflow_dir), rank, stats)
         self._sync_memory(experiment, workflow_dir, scan, runs, stats, progress)
+
+    def _graph_rank(self, workflow_dir: Path, scan: layout.WorkflowScan) -> dict[str, int]:
+        """The DAG's agents in dependency order, from the folder's own workflow.awp.yaml (cached by mtime)."""
+        if not scan.protocol_path:
+            return {}
+        path = workflow_dir / scan.protocol_path
+        try:
+            signature = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return {}
+        cached = self._ranks.get(str(path))
+        if cached is None or cached[0] != signature:
+            try:
+                protocol = parse_protocol(path.read_text(encoding="utf-8", errors="replace"))
+            except ProtocolError:
+                protocol = {}
+            cached = self._ranks[str(path)] = (signature, graph_rank(protocol))
+        return cached[1]
 
     def _adopt_protocol(self, experiment: Experiment, path: Path, stats: PassStats) -> None:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -251,7 +272,7 @@ class FolderImporter:
         if not self.final and source.final_after and not any((workflow_dir / rel).exists() for rel in source.final_after):
             return  # the iteration is still open: the runtime will rewrite this file when it closes it
         if source.is_jsonl:
-            done = self._read_jsonl(workflow_dir, source, path, cursor, item)
+            done = self._read_jsonl(workflow_dir, source, path, cursor, item, stat.st_mtime)
         else:
             done = self._read_json_file(workflow_dir, source, path, cursor, item, stat.st_mtime)
         if done:
@@ -281,13 +302,13 @@ class FolderImporter:
                 item.problems.append(self._problem(item.run, path, "digest_sha_mismatch", error, key=sha))
                 item.cursors.append((str(path), 0, 0, sha))
                 return True
-            item.events.append(file_event(source, data, digest_sha=computed))
+            item.reads.append(Read(file_event(source, data, digest_sha=computed), (source.order, source.relpath, 0), parse_time(mtime)))
         else:
-            item.events.append(file_event(source, data))
+            item.reads.append(Read(file_event(source, data), (source.order, source.relpath, 0), parse_time(mtime)))
         item.cursors.append((str(path), 0, 0, sha))
         return True
 
-    def _read_jsonl(self, workflow_dir: Path, source: layout.SourceFile, path: Path, cursor: IngestCursor | None, item: _RunWork) -> bool:
+    def _read_jsonl(self, workflow_dir: Path, source: layout.SourceFile, path: Path, cursor: IngestCursor | None, item: _RunWork, mtime: float) -> bool:
         offset = cursor.offset if cursor else 0
         generation = cursor.generation if cursor else 0
         result = tail_jsonl(path, offset)
@@ -302,7 +323,8 @@ class FolderImporter:
             if line.error:
                 item.problems.append(self._problem(item.run, path, "invalid_line", f"Line at byte {line.offset}: {line.error}", offset=line.offset, key=f"g{generation}"))
                 continue
-            item.events.append(line_event(source, line.value, line.offset, generation=generation))
+            spec = line_event(source, line.value, line.offset, generation=generation)
+            item.reads.append(Read(spec, (source.order, source.relpath, generation, line.offset), parse_time(mtime)))
         if self.final and result.pending_bytes:
             item.problems.append(
                 self._problem(item.run, path, "incomplete_line", f"{result.pending_bytes} bytes after the last newline (a line cut short); not imported.", offset=result.next_offset, key=f"g{generation}")
@@ -329,9 +351,11 @@ class FolderImporter:
         IngestProblem.objects.bulk_create([problem], ignore_conflicts=True)
         stats.new_problems += 1
 
-    def _commit(self, item: _RunWork, folder: str, stats: PassStats) -> None:
+    def _commit(self, item: _RunWork, folder: str, rank: dict[str, int], stats: PassStats) -> None:
+        # A one-shot import appends a finished run in time order; a watched run keeps the order files arrived in.
+        reads = append_order(stamp(item.reads), rank, finished=self.final)
         with transaction.atomic():
-            result = append_events(item.run, [_event_in(spec) for spec in item.events], ctx=self.ctx)
+            result = append_events(item.run, [_event_in(read.spec) for read in reads], ctx=self.ctx)
             for path, offset, generation, sha in item.cursors:
                 IngestCursor.objects.update_or_create(experiment_id=item.run.experiment_id, path=path, defaults={"folder": folder, "offset": offset, "generation": generation, "content_sha": sha})
             if item.problems:

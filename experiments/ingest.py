@@ -73,6 +73,7 @@ def _append_locked(run: Run, events: list[EventIn], ctx: ProjectionContext) -> A
                 recorded_at=now,
                 payload=payload,
                 dedupe_key=event.dedupe_key,
+                ts_source=event.ts_source,
                 _payload_json=data,
             )
         )
@@ -149,10 +150,11 @@ def _bulk_insert(rows: list[Event]) -> None:
                     row.recorded_at.isoformat().encode(),
                     payload.replace(b"\\", b"\\\\"),
                     _copy_text(row.dedupe_key),
+                    row.ts_source.encode(),
                 )
             )
         )
-    columns = "run_id, seq, kind, agent_id, iteration, depth, occurred_at, recorded_at, payload, dedupe_key"
+    columns = "run_id, seq, kind, agent_id, iteration, depth, occurred_at, recorded_at, payload, dedupe_key, ts_source"
     with connection.cursor() as cursor:
         with cursor.cursor.copy(f"COPY experiments_event ({columns}) FROM STDIN") as copy:
             copy.write(b"\n".join(lines) + b"\n")

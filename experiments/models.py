@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -11,6 +12,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
+
+from experiments.awp.timing import TS_SOURCES
 
 
 class ExperimentQuerySet(models.QuerySet["Experiment"]):
@@ -180,10 +183,17 @@ class Event(models.Model):
     agent_id = models.CharField(max_length=200, blank=True)
     iteration = models.IntegerField(null=True, blank=True)
     depth = models.SmallIntegerField(default=0)
-    occurred_at = models.DateTimeField(null=True, blank=True)
+    occurred_at = models.DateTimeField(null=True, blank=True, help_text="when it happened (see ts_source); the event's ts")
     recorded_at = models.DateTimeField(default=timezone.now)
     payload = models.JSONField(default=dict)
     dedupe_key = models.CharField(max_length=300)
+    ts_source = models.CharField(
+        max_length=8,
+        blank=True,
+        db_default="",  # writers that do not know the column (raw COPY) still insert rows
+        choices=[(source, source) for source in TS_SOURCES],
+        help_text="where occurred_at came from: record | parent (the record it belongs to) | mtime (the file's) | received",
+    )
 
     class Meta:
         ordering = ["run", "seq"]
@@ -195,6 +205,16 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq} {self.kind}"
+
+    @property
+    def ts(self) -> datetime:
+        """When it happened: its time (from where ts_from says), or when it was received."""
+        return self.occurred_at or self.recorded_at
+
+    @property
+    def ts_from(self) -> str:
+        """Where ts came from; rows older than the ts_source column took occurred_at only from their record."""
+        return self.ts_source or ("record" if self.occurred_at else "received")
 
 
 class Membership(models.Model):

@@ -40,16 +40,26 @@ class EventView:
     agent_id: str
     iteration: int | None
     depth: int
-    occurred_at: Any
+    ts: Any
+    ts_source: str
     summary: str
     pretty: str
+
+    @property
+    def ts_note(self) -> str:
+        """A word beside a time that is not the record's own (none for a record's time)."""
+        return TS_NOTES.get(self.ts_source, "")
+
+
+# Shown beside the Timeline's time when it was not in the record itself (experiments.awp.timing).
+TS_NOTES = {"parent": "from its iteration", "mtime": "file time", "received": "received"}
 
 
 def present_events(experiment: Experiment, events: list[Event]) -> list[EventView]:
     """Redacted, summarised events for templates (one redaction call for the whole page)."""
     payloads = redact_for(experiment, [e.payload for e in events])
     return [
-        EventView(e.seq, e.kind, e.agent_id, e.iteration, e.depth, e.occurred_at or e.recorded_at, event_summary(e.kind, p if isinstance(p, dict) else {}), json.dumps(p, indent=2, ensure_ascii=False, default=str)[:20_000])
+        EventView(e.seq, e.kind, e.agent_id, e.iteration, e.depth, e.ts, e.ts_from, event_summary(e.kind, p if isinstance(p, dict) else {}), json.dumps(p, indent=2, ensure_ascii=False, default=str)[:20_000])
         for e, p in zip(events, payloads, strict=True)
     ]
 

@@ -91,7 +91,7 @@ def validate_item(index: int, item: Any) -> tuple[EventSpec | None, ItemError | 
         if not isinstance(payload.get("content"), str) or payload.get("target", "daily") not in ("daily", "long_term"):
             return fail("invalid_memory_write", "A memory.write payload needs content (string) and target daily|long_term.")
     dedupe = dedupe or f"hash:{_content_hash(item)}"
-    spec = EventSpec(kind=kind, dedupe_key=dedupe[:300], payload=payload, agent_id=agent, iteration=iteration, depth=depth, occurred_at=occurred)
+    spec = EventSpec(kind=kind, dedupe_key=dedupe[:300], payload=payload, agent_id=agent, iteration=iteration, depth=depth, occurred_at=occurred, ts_source="record" if occurred else "received")
     return spec, None
 
 

@@ -208,6 +208,7 @@ def write(request: HttpRequest, slug: str, body: WriteIn) -> HttpResponse:
     event = EventIn(
         kind="memory.write", dedupe_key=f"key:memory-write:{uuid.uuid4().hex}", agent_id=actor.agent_id,
         payload={"agent_id": actor.agent_id, "target": body.target, "content": body.content}, occurred_at=timezone.now(),
+        ts_source="received",
     )  # fmt: skip
     try:
         result = append_events(run, [event], ctx=ProjectionContext(strict=True, source="api"))
@@ -276,7 +277,7 @@ def board_post(request: HttpRequest, slug: str, body: BoardPostIn) -> HttpRespon
     worker_id = body.worker_id or actor.agent_id
     payload = {"id": entry_id, "ts": ts, "topic": body.topic, "worker_id": worker_id, "payload": body.payload}
     event = EventIn(kind="board.post", dedupe_key=f"board:{entry_id}", payload=payload, agent_id=worker_id,
-                    occurred_at=datetime.fromtimestamp(ts, UTC))  # fmt: skip
+                    occurred_at=datetime.fromtimestamp(ts, UTC), ts_source="record")  # fmt: skip
     try:
         result = append_events(run, [event], ctx=ProjectionContext(strict=True, source="api"))
     except IngestRefused as refused:

@@ -6,19 +6,22 @@ import json
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 
+from experiments.awp.timing import RECORD, graph_rank
 from experiments.models import Event, Run
 from experiments.projections import IngestRefused, ProjectionContext
+from state.blame import file_changes
 from state.config import RUNTIME_KEYS, StateSettings, state_settings
 from state.deltas import Delta, DeltaError, StateBook, copy_json, delta_from_payload
 from state.merge import Resolution, conflict_groups, resolve
 from state.models import RuleViolation, Snapshot, StateDelta, StateHead
 from state.paths import format_path, has_path, parse_path
-from state.replay import DIFF_OPS, Change, diff, state_model, take_snapshots
+from state.replay import DIFF_OPS, Change, state_model, take_snapshots
 from state.sharing import view_for
 
 STATE_EVENT_KINDS = ("state.delta", "state.snapshot", "worker.complete", "run.complete")
@@ -52,6 +55,27 @@ class _Projection:
         self.snapshots: list[Snapshot] = []
         self.since = self.head.since_snapshot
         self.every = snapshot_every()
+        self._state_files: list[tuple[int, str, datetime | None]] | None = None
+
+    def state_files(self) -> list[tuple[int, str, datetime | None]]:
+        """(seq, agent, own timestamp) of every state file in this run's ledger, this batch's included (cached)."""
+        if self._state_files is None:
+            rows = Event.objects.filter(run=self.run, kind="state.snapshot").order_by("seq")
+            self._state_files = [
+                (seq, agent, when if source in ("", RECORD) else None)
+                for seq, agent, when, source in rows.values_list("seq", "agent_id", "occurred_at", "ts_source")
+            ]
+        return self._state_files
+
+    def dag_agents(self) -> frozenset[str]:
+        """Agents of this run's DAG: the protocol's graph and every agent that wrote a state file."""
+        wrote = {agent for _, agent, _ in self.state_files()} - {"final"}
+        return frozenset(graph_rank(self.run.experiment.protocol)) | wrote
+
+    def is_late(self, event: Event) -> bool:
+        """Whether a state file older (by its own timestamp) than one applied before it arrived after it."""
+        when = event.occurred_at if event.ts_source in ("", RECORD) else None
+        return when is not None and any(seq < event.seq and other is not None and other > when for seq, _, other in self.state_files())
 
     def refuse_or_flag(self, event: Event, error: DeltaError, *, agent_id: str = "", path: str = "") -> None:
         if self.ctx.strict:
@@ -173,8 +197,9 @@ def _pushed(event: Event) -> Iterator[_Proposal]:
             yield _Proposal(event, index, None, error, raw_path=str(item.get("path", "")) if isinstance(item, dict) else "")
 
 
-def _snapshot_deltas(event: Event, book: StateBook, run: Run) -> list[_Proposal]:
-    """A DAG state file diffed against the current state: deltas attributed to the agent that just ran."""
+def _snapshot_deltas(event: Event, projection: _Projection) -> list[_Proposal]:
+    """A DAG state file diffed against the current state: each delta blamed on the agent that made it (state.blame)."""
+    book, run = projection.book, projection.run
     payload = event.payload if isinstance(event.payload, dict) else {}
     agent = str(payload.get("agent_id") or event.agent_id or "runtime")
     if agent == "final":
@@ -183,10 +208,15 @@ def _snapshot_deltas(event: Event, book: StateBook, run: Run) -> list[_Proposal]
     target = {key: value for key, value in state.items() if key not in RUNTIME_KEYS}
     where = payload.get("file") or f"data/state/{run.run_id}/{payload.get('agent_id') or agent}.json"
     round_ = book.round if agent == "runtime" else book.round + 1
+    found = file_changes(book.state, target, agent=agent, agents=projection.dag_agents(), late=projection.is_late(event))
     proposals = []
-    for index, entry in enumerate(diff(book.state, target)):
-        delta = Delta(agent_id=agent, round=round_, op=DIFF_OPS[entry.op], path=entry.path, provenance=f"state file {where}", value=entry.new)
+    for index, blamed in enumerate(found.changes):
+        entry = blamed.entry
+        delta = Delta(agent_id=blamed.agent_id, round=round_, op=DIFF_OPS[entry.op], path=entry.path, provenance=f"state file {where}", value=entry.new)
         proposals.append(_Proposal(event, index, delta))
+    for entry in found.dropped:
+        message = f"{where} no longer holds {entry.path}, which {agent} never owned; kept, not removed."
+        projection.refuse_or_flag(event, DeltaError("snapshot_dropped_key", message), agent_id=agent, path=entry.path)
     return proposals
 
 
@@ -228,7 +258,7 @@ def project_state_events(run: Run, events: list[Event], ctx: ProjectionContext) 
         if event.kind == "state.delta":
             proposals = pushed[event.seq]
         elif event.kind == "state.snapshot":
-            proposals = _snapshot_deltas(event, projection.book, run)
+            proposals = _snapshot_deltas(event, projection)
         else:
             proposals = _worker_delta(event, projection.book)
         for proposal in proposals:

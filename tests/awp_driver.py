@@ -129,9 +129,20 @@ def run_cli(root: Path, options: dict) -> dict:
     return {"experiment_id": exp_id, "task_id": task_id, **run}
 
 
+def chain_workflow(agents: list[str]) -> str:
+    """A sequential DAG where each agent depends on the one before it (names chosen by the caller)."""
+    nodes = []
+    for before, name in zip([None, *agents], agents, strict=False):
+        depends = f'["{before}"]' if before else "[]"
+        nodes.append(f'    - id: "{name}"\n      agent: "{name}"\n      depends_on: {depends}\n      share_input: {{}}\n')
+    head, tail = DAG_WORKFLOW.split("  graph:\n", 1)
+    return head + "  graph:\n" + "".join(nodes) + tail[tail.index("  execution:") :]
+
+
 def run_dag(target: Path, options: dict) -> dict:
-    (target / "workflow.awp.yaml").write_text(DAG_WORKFLOW)
-    for name in ("researcher", "analyst"):
+    agents = options.get("agents") or ["researcher", "analyst"]
+    (target / "workflow.awp.yaml").write_text(chain_workflow(agents) if options.get("agents") else DAG_WORKFLOW)
+    for name in agents:
         agent = target / "agents" / name
         (agent / "workflow" / "instructions").mkdir(parents=True, exist_ok=True)
         (agent / "workflow" / "prompt").mkdir(parents=True, exist_ok=True)

@@ -134,7 +134,8 @@ class FakeLLM:
             return "root_manager", {"content": json.dumps(self._delegate(call))}
         dag = _DAG_MARK.search(everything)
         if dag:
-            return "dag_agent", {"content": json.dumps(DAG_ANSWERS.get(dag.group(1), GENERIC))}
+            name = dag.group(1)
+            return "dag_agent", {"content": json.dumps(DAG_ANSWERS.get(name) or {**GENERIC, "summary": f"{name} did its part."})}
         match = _WORKER_MARK.search(everything)
         if match:
             return "worker", {"content": json.dumps(self._worker_result(int(match.group(1)), everything))}
@@ -326,10 +327,13 @@ def run_experiment_cli(root: Path, llm: FakeLLM, *, name: str = "facts-42", goal
     return _run_driver("cli", root, llm, name=name, goal=goal)
 
 
-def run_dag(workflow_dir: Path, llm: FakeLLM) -> dict[str, Any]:
-    """A two-agent DAG workflow (researcher → analyst) with a memory section; writes data/state/<run>/."""
+def run_dag(workflow_dir: Path, llm: FakeLLM, *, agents: list[str] | None = None) -> dict[str, Any]:
+    """A DAG workflow with a memory section; writes data/state/<run>/.
+
+    By default two agents (researcher → analyst); `agents` makes a chain of those agents in that order instead.
+    """
     llm.reset()
-    return _run_driver("dag", workflow_dir, llm)
+    return _run_driver("dag", workflow_dir, llm, **({"agents": agents} if agents else {}))
 
 
 @pytest.fixture

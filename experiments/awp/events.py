@@ -21,6 +21,7 @@ class EventSpec:
     depth: int = 0
     occurred_at: datetime | None = None
     payload_bytes: bytes | None = None  # the payload already serialised by experiments.jsonb.payload_json
+    ts_source: str = ""  # where occurred_at came from: record | parent | mtime | received (experiments.awp.timing)
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -43,6 +44,11 @@ def parse_time(value: Any) -> datetime | None:
             return None
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     return None
+
+
+def _source_of(when: datetime | None) -> str:
+    # "record" when the record carries its own time; otherwise experiments.awp.timing.stamp decides later.
+    return "record" if when is not None else ""
 
 
 def _as_int(value: Any) -> int | None:
@@ -85,7 +91,7 @@ def file_event(source: SourceFile, data: Any, *, digest_sha: str | None = None) 
     iteration = source.iteration
     if kind == "digest" and isinstance(data, dict):
         iteration = _as_int(data.get("iteration"))
-    return EventSpec(kind=kind, dedupe_key=key, payload=payload, agent_id=agent, iteration=iteration, depth=source.depth, occurred_at=when)
+    return EventSpec(kind=kind, dedupe_key=key, payload=payload, agent_id=agent, iteration=iteration, depth=source.depth, occurred_at=when, ts_source=_source_of(when))
 
 
 def line_event(source: SourceFile, value: Any, offset: int, *, generation: int = 0) -> EventSpec:
@@ -94,6 +100,7 @@ def line_event(source: SourceFile, value: Any, offset: int, *, generation: int =
     where = source.relpath if generation == 0 else f"{source.relpath}@{generation}"
     key = f"line:{where}:{offset}"
     fields = body.get("fields") if isinstance(body.get("fields"), dict) else {}
+    when = parse_time(body.get("ts"))
     if source.kind == "jsonl:board":
         entry_id = str(body.get("id") or f"{where}:{offset}")
         return EventSpec(
@@ -102,7 +109,8 @@ def line_event(source: SourceFile, value: Any, offset: int, *, generation: int =
             payload=body,
             agent_id=str(body.get("worker_id") or ""),
             depth=source.depth,
-            occurred_at=parse_time(body.get("ts")),
+            occurred_at=when,
+            ts_source=_source_of(when),
         )
     if source.kind == "jsonl:metric":
         raw_kind = str(body.get("kind") or "metric.unknown")
@@ -115,4 +123,4 @@ def line_event(source: SourceFile, value: Any, offset: int, *, generation: int =
         kind = "log"
         agent = str(fields.get("worker_id") or fields.get("worker") or "")
         iteration = _as_int(fields.get("iteration"))
-    return EventSpec(kind=kind, dedupe_key=key, payload=body, agent_id=agent, iteration=iteration, depth=source.depth, occurred_at=parse_time(body.get("ts")))
+    return EventSpec(kind=kind, dedupe_key=key, payload=body, agent_id=agent, iteration=iteration, depth=source.depth, occurred_at=when, ts_source=_source_of(when))

@@ -266,9 +266,9 @@ def _scan_dag(root: Path, scan: WorkflowScan) -> None:
         if not run_dir.is_dir():
             continue
         scan.runs.setdefault(run_id, RunDir(run_id=run_id, relpath=f"data/state/{run_id}", engine="dag", has_manifest=True))
-        # Snapshots in write order (mtime), final.json last: deltas are diffs of successive snapshots.
+        # Listed by name only: the importer applies them in the runtime's order, which their contents give
+        # (experiments.awp.timing.runtime_key), never by mtime or name.
         names = [n for n in _visible(os.listdir(run_dir)) if n.endswith(".json")]
-        names.sort(key=lambda n: (n == "final.json", (run_dir / n).stat().st_mtime_ns, n))
         for position, name in enumerate(names):
             scan.files.append(SourceFile(f"data/state/{run_id}/{name}", run_id, "state.snapshot", worker=name[:-5], order=(1, position)))
 

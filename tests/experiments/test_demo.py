@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
@@ -29,6 +30,11 @@ def test_demo_replays_into_the_demo_experiment_once(settings, tmp_path):
     assert BoardPost.objects.filter(run=run).exists() and Digest.objects.filter(run=run).count() >= 2
     lines = sum(1 for p in replay_plan() if p.startswith("workspace/blackboard/") for _ in (DEMO_DATA / "workflow" / p).read_text().splitlines())
     assert BoardPost.objects.filter(run=run).count() == lines
+    # One run, one clock: every event's time lies within the recorded run, none is the replay's (or the import's).
+    slack = timedelta(seconds=1)
+    assert all(run.started_at - slack <= e.ts <= run.ended_at + slack for e in Event.objects.filter(run=run)), sorted(
+        {(e.ts.isoformat(), e.ts_from) for e in Event.objects.filter(run=run)}
+    )[-3:]
     call_command("awp_demo", "--once", "--delay", "0")
     assert Event.objects.filter(run=run).count() == count
     assert json.loads((DEMO_DATA / "replay.json").read_text())["recorded_with"].startswith("awp-agents")
