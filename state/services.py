@@ -14,12 +14,14 @@ from django.db import connection, transaction
 from experiments.models import Event, Run
 from experiments.projections import IngestRefused, ProjectionContext
 from state.config import RUNTIME_KEYS, StateSettings, state_settings
-from state.deltas import Delta, DeltaError, StateBook, copy_json, delta_from_payload
+from state.deltas import Delta, DeltaError, IdentityChanged, StateBook, copy_json, delta_from_payload
 from state.merge import Resolution, conflict_groups, resolve
 from state.models import RuleViolation, Snapshot, StateDelta, StateHead
 from state.paths import format_path, has_path, parse_path
 from state.replay import DIFF_OPS, Change, diff, state_model, take_snapshots
+from state.services_redaction import redact_for, redact_text_for
 from state.sharing import view_for
+from state.stable import ABSENT
 
 STATE_EVENT_KINDS = ("state.delta", "state.snapshot", "worker.complete", "run.complete")
 
@@ -81,23 +83,32 @@ class _Projection:
             )
         )
 
-    def apply(self, proposal: _Proposal, delta: Delta) -> tuple[str, Any] | None:
-        """Evaluate and apply one delta; returns (outcome, written value) or None when refused (non-strict)."""
+    def apply(self, proposal: _Proposal, delta: Delta) -> tuple[str, Any, str] | None:
+        """Evaluate and apply one delta; returns (outcome, written value, code) or None when refused (non-strict)."""
         try:
-            decision = self.book.evaluate(delta, self.settings.limits)
+            decision = self.book.evaluate(delta, self.settings.limits, stable=self.settings.stable_paths, flag_identity=not self.ctx.strict)
         except DeltaError as error:
-            self.refuse_or_flag(proposal.event, error, agent_id=delta.agent_id, path=delta.path)
+            self.refuse_or_flag(proposal.event, self.shown(error), agent_id=delta.agent_id, path=delta.path)
             kept = None if error.code == "state_limit" else delta.value
             self.record(proposal, "refused", value=kept, code=error.code)
             return None
-        return decision.outcome, decision.value
+        for flag in decision.flags:  # applied as it happened (a run read from disk), flagged on the run
+            self.refuse_or_flag(proposal.event, self.shown(flag), agent_id=delta.agent_id, path=delta.path)
+        code = "state_limit" if decision.outcome == "clipped" else decision.flags[0].code if decision.flags else ""
+        return decision.outcome, decision.value, code
+
+    def shown(self, error: DeltaError) -> DeltaError:
+        """The error as it may leave the server: an identity change names its values, redacted."""
+        if isinstance(error, IdentityChanged):
+            return DeltaError(error.code, identity_message(self.run.experiment, error))
+        return error
 
     def apply_single(self, proposal: _Proposal) -> None:
         assert proposal.delta is not None
         result = self.apply(proposal, proposal.delta)
         if result is not None:
-            outcome, value = result
-            self.record(proposal, outcome, value=value, code="state_limit" if outcome == "clipped" else "")
+            outcome, value, code = result
+            self.record(proposal, outcome, value=value, code=code)
 
     def apply_group(self, members: list[_Proposal], resolution: Resolution) -> None:
         winner = members[resolution.winner]
@@ -109,9 +120,9 @@ class _Projection:
             assert member.delta is not None
             if member is winner:
                 if result is not None:
-                    outcome, value = result
+                    outcome, value, code = result
                     merged = value if value != member.delta.value or outcome == "clipped" else None
-                    self.rows.append(_winner_row(self.run, member, op, outcome, merged))
+                    self.rows.append(_winner_row(self.run, member, op, outcome, merged, code))
             else:
                 self.record(member, resolution.outcomes[position] if result is not None else "refused", value=member.delta.value)
 
@@ -140,7 +151,21 @@ class _Projection:
             head.save()
 
 
-def _winner_row(run: Run, proposal: _Proposal, op: str, outcome: str, merged: Any) -> StateDelta:
+def identity_message(experiment: Any, error: IdentityChanged) -> str:
+    """The 422 / Problems-tab sentence for an identity change: path, old and new value, redacted for everyone."""
+
+    def shown(path: str, value: Any) -> str:
+        if value is ABSENT:
+            return "(removed)"
+        # The delta shape {path, value} lets the redaction step mask a value whose path names a sensitive key.
+        return json.dumps(redact_for(experiment, {"path": path, "value": value})["value"], ensure_ascii=False)[:200]
+
+    parts = [f"{change.path} from {shown(change.path, change.old)} to {shown(change.path, change.new)}" for change in error.changes]
+    text = f"{error.path} would change an identity (state.stable_paths: set values never change): " + "; ".join(parts) + "."
+    return redact_text_for(experiment, text)
+
+
+def _winner_row(run: Run, proposal: _Proposal, op: str, outcome: str, merged: Any, code: str) -> StateDelta:
     delta = proposal.delta
     assert delta is not None
     return StateDelta(
@@ -156,7 +181,7 @@ def _winner_row(run: Run, proposal: _Proposal, op: str, outcome: str, merged: An
         applied_value=merged,
         provenance=delta.provenance,
         outcome=outcome,
-        code="state_limit" if outcome == "clipped" else "",
+        code=code,
     )
 
 
