@@ -66,12 +66,12 @@ def check_state_section(section: Any) -> None:
 def _stable_paths(raw: Any) -> StablePaths:
     # The protocol form and the importer refuse bad patterns (check_state_section); a protocol that got past
     # them (admin JSON) keeps its usable patterns rather than losing the rule altogether.
-    items = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    items = raw if isinstance(raw, list) else []
     patterns = []
     for item in items:
         try:
             patterns.append(parse_pattern(item))
-        except (PatternError, TypeError, AttributeError):
+        except PatternError:
             continue
     return StablePaths(tuple(patterns))
 

@@ -108,6 +108,12 @@ def delta_from_payload(payload: Any) -> Delta:
     return Delta(agent_id=agent_id, round=round_, op=op, path=path, provenance=provenance, value=value, weight=float(weight))
 
 
+def rules_checked(*, stable: bool) -> list[str]:
+    """The rules every write is checked against (`identity_changed` only where the protocol names stable paths)."""
+    rules = ["provenance", "round_order", "path_exists", "path_missing", "R13", "state_limit"]
+    return [*rules, "identity_changed"] if stable else rules
+
+
 def check_reserved(delta: Delta) -> None:
     """R13: agents must not write the reserved top-level keys."""
     top = delta.segments[0]

@@ -19,6 +19,7 @@ from state.merge import Resolution, conflict_groups, resolve
 from state.models import RuleViolation, Snapshot, StateDelta, StateHead
 from state.paths import format_path, has_path, parse_path
 from state.replay import DIFF_OPS, Change, diff, state_model, take_snapshots
+from state.rounds import DeltaRecord, RoundReport, ViolationRecord, analyse_rounds
 from state.services_redaction import redact_for, redact_text_for
 from state.sharing import view_for
 from state.stable import ABSENT
@@ -364,6 +365,23 @@ def state_changes_around(*, run: Run, seq: int) -> tuple[int | None, int | None]
     previous = rows.filter(seq__lt=seq).order_by("-seq").values_list("seq", flat=True).first()
     following = rows.filter(seq__gt=seq).order_by("seq").values_list("seq", flat=True).first()
     return previous, following
+
+
+def round_reports(*, run: Run) -> list[RoundReport]:
+    """The run's rounds (state/rounds.py): deltas per agent, conflicts, violations, changed paths, convergence."""
+    config = state_settings(run.experiment.protocol)
+    rows = StateDelta.objects.filter(run=run).order_by("seq", "index").values_list(
+        "seq", "index", "agent_id", "round", "weight", "op", "path", "value", "applied_value", "provenance", "outcome", "code"
+    )
+    deltas = [
+        DeltaRecord(seq, index, agent, round_, weight, op, path, value, provenance, outcome, code, value if applied is None else applied)
+        for seq, index, agent, round_, weight, op, path, value, applied, provenance, outcome, code in rows.iterator(chunk_size=5000)
+    ]
+    violations = [
+        ViolationRecord(seq, rule, message, agent, path)
+        for seq, rule, message, agent, path in RuleViolation.objects.filter(run=run).values_list("seq", "rule", "message", "agent_id", "path")
+    ]
+    return analyse_rounds(deltas, violations, strategy=config.conflict.strategy, epsilon=config.convergence_epsilon)
 
 
 # Rebuilding ------------------------------------------------------------------------------------------

@@ -124,10 +124,10 @@ class StablePaths:
 
     @classmethod
     def from_config(cls, raw: Any) -> StablePaths:
-        """Read `state.stable_paths` (a list of patterns, or one pattern); raises PatternError on a bad one."""
+        """Read `state.stable_paths` (a list of patterns); raises PatternError on a bad one."""
         if raw is None:
             return cls()
-        items = [raw] if isinstance(raw, str) else raw
+        items = raw
         if not isinstance(items, list | tuple) or not all(isinstance(item, str) for item in items):
             raise PatternError("state.stable_paths must be a list of JSONPath patterns such as \"$.bindings.*\".")
         return cls(tuple(parse_pattern(item) for item in items))
