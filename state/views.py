@@ -126,19 +126,34 @@ def history_context(run: Run, raw_path: str, *, reveal: bool) -> dict[str, Any]:
     return {"history_path": path, "history": rows, "history_error": ""}
 
 
+DETAIL_ROUNDS = 30  # round cards on one page; the chart and the table always cover every round
+DETAIL_DELTAS = 200  # delta rows per round card
+
+
 @require_GET
 @experiment_view()
 def run_rounds(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
     """State tab → Rounds: each round's deltas, conflicts, validation and changes, and how the run settles."""
     run = get_object_or_404(experiment.runs, pk=pk)
+    context = rounds_context(experiment, run, chosen=_int(request.GET.get("round")))
+    context.update({"experiment": experiment, "run": run, "run_tab": "state"})
+    if request.htmx and request.htmx.target in ("run-tab", "state-tab"):
+        return render(request, "state/run_rounds.html#run_tab", context)
+    return render(request, "state/run_rounds.html", context)
+
+
+def rounds_context(experiment: Experiment, run: Run, *, chosen: int | None) -> dict[str, Any]:
+    """The chart and table of every round, and cards for the last rounds (or the one `?round=` names), redacted."""
     reports = round_reports(run=run)
     rounds = rounds_out(experiment, reports)
+    detailed = [r for r in rounds if r["round"] == chosen] if chosen is not None else rounds[-DETAIL_ROUNDS:]
     config = state_settings(experiment.protocol)
-    context = {
-        "experiment": experiment,
-        "run": run,
-        "run_tab": "state",
+    return {
         "rounds": rounds,
+        "detailed": detailed,
+        "detailed_rounds": [r["round"] for r in detailed],
+        "detail_deltas": DETAIL_DELTAS,
+        "detail_slice": f":{DETAIL_DELTAS}",
         "chart": changes_chart([(r["round"], len(r["changed_paths"]), r["converged"], bool(r["oscillating"])) for r in rounds]),
         "settled_from": settled_from(reports),
         "oscillating_rounds": [r["round"] for r in rounds if r["oscillating"]],
@@ -146,6 +161,3 @@ def run_rounds(request: HttpRequest, experiment: Experiment, pk: int) -> HttpRes
         "epsilon": config.convergence_epsilon,
         "strategy": config.conflict.strategy,
     }
-    if request.htmx and request.htmx.target in ("run-tab", "state-tab"):
-        return render(request, "state/run_rounds.html#run_tab", context)
-    return render(request, "state/run_rounds.html", context)

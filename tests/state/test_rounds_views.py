@@ -133,3 +133,18 @@ def test_protocol_tab_shows_stable_paths_and_the_form_refuses_bad_ones(experimen
     assert response.status_code == 200 and "Stable path" in response.content.decode()
     experiment.refresh_from_db()
     assert experiment.goal != "g2" and experiment.protocol["state"]["stable_paths"] == ["$.bindings.*", "$.vault.*"]
+
+
+def test_rounds_view_details_the_last_rounds_and_any_round_on_request(experiment, client, monkeypatch):
+    from state import views
+
+    monkeypatch.setattr(views, "DETAIL_ROUNDS", 2)
+    run = _conflicted_run(experiment)
+    client.force_login(make_member(experiment, "viewer"))
+    url = reverse("state:run-rounds", args=[experiment.slug, run.pk])
+    page = client.get(url).content.decode()
+    assert 'id="round-1"' not in page and 'id="round-2"' in page and 'id="round-3"' in page
+    assert 'href="?round=1#round-1"' in page and 'href="#round-3"' in page and 'id="rounds-detail-note"' in page
+    assert page.count('<g class="bar') == 3 and page.count('<tr data-round=') == 3
+    one = client.get(url + "?round=1").content.decode()
+    assert 'id="round-1"' in one and 'id="round-2"' not in one and "winner <strong>solver</strong>" in one
