@@ -6,6 +6,8 @@ from typing import Any
 
 import yaml
 
+from state.config import check_state_section
+
 
 class ProtocolError(ValueError):
     """A protocol that cannot be used, with the line when YAML is at fault."""
@@ -29,7 +31,8 @@ def parse_protocol(text: str) -> dict[str, Any]:
 
 
 def normalise_protocol(data: dict[str, Any]) -> dict[str, Any]:
-    """Accept both the reference's `from`/`to` and the runtime's `from_agent`/`to_agents` in sharing rules."""
+    """Accept both the reference's `from`/`to` and the runtime's `from_agent`/`to_agents` in sharing rules;
+    refuse stable paths and a convergence setting the state layer cannot use."""
     state = data.get("state")
     if isinstance(state, dict) and isinstance(state.get("sharing"), dict):
         sharing = state["sharing"]
@@ -47,4 +50,8 @@ def normalise_protocol(data: dict[str, Any]) -> dict[str, Any]:
                 }
             )
         sharing["rules"] = rules
+    try:
+        check_state_section(state)
+    except ValueError as exc:  # PatternError is a ValueError too
+        raise ProtocolError(str(exc)) from None
     return data

@@ -12,9 +12,9 @@ from awp_site.auth import api_auth, authorize_experiment
 from experiments.models import Experiment, Membership, Run, role_at_least
 from state.paths import PathError, format_path, parse_path
 from state.redaction import redact_at
-from state.services import path_history, state_at_seq, view_as
+from state.services import path_history, round_reports, state_at_seq, view_as
 from state.services_redaction import sensitive_fields_for
-from state.viewing import audit_reveal, redact_state
+from state.viewing import audit_reveal, redact_state, rounds_out
 
 router = Router(tags=["state"], auth=api_auth)
 
@@ -39,6 +39,45 @@ class DeltaOut(Schema):
 class HistoryOut(Schema):
     path: str
     deltas: list[DeltaOut]
+
+
+class RoundDeltaOut(Schema):
+    seq: int
+    agent_id: str
+    weight: float
+    op: str
+    path: str
+    value: Any = None
+    provenance: str
+    outcome: str
+    code: str
+
+
+class ConflictOut(Schema):
+    path: str
+    strategy: str
+    winner: RoundDeltaOut | None
+    losers: list[RoundDeltaOut]
+
+
+class ViolationOut(Schema):
+    seq: int
+    rule: str
+    message: str
+    agent_id: str
+    path: str
+
+
+class RoundOut(Schema):
+    round: int
+    agents: list[str]
+    deltas: list[RoundDeltaOut]
+    changed_paths: list[str]
+    conflicts: list[ConflictOut]
+    violations: list[ViolationOut]
+    rules_checked: list[str]
+    oscillating: list[str]
+    converged: bool
 
 
 def run_for(request: HttpRequest, run_id: str, experiment: str | None = None) -> Run:
@@ -109,3 +148,9 @@ def get_history(request: HttpRequest, run_id: str, path: str, experiment: str | 
         for d in path_history(run=run, path=normalized)
     ]
     return {"path": normalized, "deltas": deltas}
+
+
+@router.get("/runs/{run_id}/state/rounds", response=list[RoundOut], summary="Round by round: deltas per agent, conflicts, changes, convergence")
+def get_rounds(request: HttpRequest, run_id: str, experiment: str | None = None) -> list[dict[str, Any]]:
+    run = run_for(request, run_id, experiment)
+    return rounds_out(run.experiment, round_reports(run=run))

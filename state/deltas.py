@@ -4,6 +4,9 @@ A delta is `{agent_id, round, weight, op: add|modify|remove, path, value, proven
 - provenance is a non-empty sentence; rounds never decrease within a run;
 - `add` needs the key to be absent (missing parent objects are created), `modify` and `remove` need it present;
 - agents never write the reserved top-level keys `_meta _errors _trace _workflow` (R13);
+- a write must not change a set value at a stable path (`state.stable_paths`, identity stable): refused with
+  code `identity_changed`, or applied and reported in `Decision.flags` when the caller only flags (runs read
+  from disk already happened);
 - every write is checked against `max_state_size_mb`, `max_field_size_mb` (per top-level key) and `max_fields`
   (top-level keys); with `on_violation: clip` an oversize value is cut down (strings shortened, lists and
   objects truncated) until it fits, otherwise the delta is refused with code `state_limit`.
@@ -28,6 +31,7 @@ from state.paths import (
     remove_path,
     set_path,
 )
+from state.stable import IdentityChange, StablePaths
 
 OPS = ("add", "modify", "remove")
 RESERVED_KEYS = frozenset({"_meta", "_errors", "_trace", "_workflow"})
@@ -41,6 +45,19 @@ class DeltaError(ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code, self.message = code, message
+
+
+class IdentityChanged(DeltaError):
+    """A write that would change identities (set values at stable paths).
+
+    The message names the paths only: values may be sensitive, so the edge that shows them (API answer,
+    Problems tab) formats `changes` through the redaction step.
+    """
+
+    def __init__(self, path: str, changes: list[IdentityChange]) -> None:
+        names = ", ".join(change.path for change in changes)
+        super().__init__("identity_changed", f"{path} would change the identity at {names} (state.stable_paths: identities never change once set).")
+        self.path, self.changes = path, changes
 
 
 @dataclass(frozen=True)
@@ -89,6 +106,12 @@ def delta_from_payload(payload: Any) -> Delta:
         raise DeltaError("invalid_path", "A delta must name a key below the root '$'.")
     value = payload.get("value") if op != "remove" else None
     return Delta(agent_id=agent_id, round=round_, op=op, path=path, provenance=provenance, value=value, weight=float(weight))
+
+
+def rules_checked(*, stable: bool) -> list[str]:
+    """The rules every write is checked against (`identity_changed` only where the protocol names stable paths)."""
+    rules = ["provenance", "round_order", "path_exists", "path_missing", "R13", "state_limit"]
+    return [*rules, "identity_changed"] if stable else rules
 
 
 def check_reserved(delta: Delta) -> None:
@@ -201,6 +224,7 @@ class Decision:
     value: Any = None
     code: str = ""
     message: str = ""
+    flags: list[DeltaError] = field(default_factory=list)
 
 
 @dataclass
@@ -219,8 +243,11 @@ class StateBook:
     def total_bytes(self) -> int:
         return _total(self.sizes)
 
-    def evaluate(self, delta: Delta, limits: Limits) -> Decision:
-        """Check every invariant and, when the delta is acceptable, apply it; raises DeltaError otherwise."""
+    def evaluate(self, delta: Delta, limits: Limits, *, stable: StablePaths | None = None, flag_identity: bool = False) -> Decision:
+        """Check every invariant and, when the delta is acceptable, apply it; raises DeltaError otherwise.
+
+        `flag_identity`: an identity change is applied and reported in `Decision.flags` instead of refused.
+        """
         check_reserved(delta)
         if delta.round < self.round:
             raise DeltaError("round_order", f"Round {delta.round} comes after round {self.round}: rounds never decrease within a run.")
@@ -249,9 +276,16 @@ class StateBook:
             new_field, new_size = self._trial(delta.op, path, value)
             if self._excess(top, new_size, limits) > 0:
                 raise DeltaError("state_limit", self._limit_message(delta, top, new_size, limits))
+        flags: list[DeltaError] = []
+        if stable:
+            changes = stable.identity_changes(self.state, path, {} if new_size is None else {top: new_field})
+            if changes:
+                if not flag_identity:
+                    raise IdentityChanged(delta.path, changes)
+                flags.append(IdentityChanged(delta.path, changes))
         self.commit(top, new_field, new_size)
         self.round = max(self.round, delta.round)
-        return Decision(outcome=outcome, value=value)
+        return Decision(outcome=outcome, value=value, flags=flags)
 
     def _trial(self, op: str, path: Path, value: Any) -> tuple[Any, int | None]:
         """The top-level field after the change (not yet committed) and its size (None when removed)."""

@@ -7,6 +7,7 @@ gives the one normalized spelling of a path, so `parse_path(format_path(p)) == p
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -40,13 +41,33 @@ class PathExists(PathError):
 @lru_cache(maxsize=65536)
 def parse_path(text: str) -> Path:
     """Parse a JSONPath of the subset into segments; cached, because a run repeats a few paths many times."""
+    return tuple(scan_segments(text))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Wildcard:
+    """An unquoted `*` (one key or index) or `**` (any depth) in a path pattern; a quoted `['*']` is a plain key."""
+
+    text: str
+
+
+STAR, DEEP = Wildcard("*"), Wildcard("**")
+_WILDCARD = re.compile(r"\*\*?")
+
+
+def scan_segments(text: str, *, wildcards: bool = False) -> list[Segment | Wildcard]:
+    """The segments of a path (`wildcards`: also `.*`, `.**`, `[*]`, `[**]` as STAR and DEEP, for patterns)."""
     if not isinstance(text, str) or not text.startswith("$"):
         raise PathError(f"A path must start with '$' (got {text!r}).")
-    segments: list[Segment] = []
+    segments: list[Segment | Wildcard] = []
     pos, end = 1, len(text)
     while pos < end:
         char = text[pos]
-        if char == ".":
+        star = _WILDCARD.match(text, pos + 1) if wildcards and char in ".[" else None
+        if star and (char == "." or text[star.end() : star.end() + 1] == "]"):
+            segments.append(STAR if star.group() == "*" else DEEP)
+            pos = star.end() + (char == "[")
+        elif char == ".":
             match = _NAME.match(text, pos + 1)
             if not match:
                 raise PathError(f"Expected a key name after '.' at position {pos + 1} of {text!r}; use $['…'] for other keys.")
@@ -57,7 +78,7 @@ def parse_path(text: str) -> Path:
             segments.append(segment)
         else:
             raise PathError(f"Unexpected {char!r} at position {pos} of {text!r}.")
-    return tuple(segments)
+    return segments
 
 
 def _parse_bracket(text: str, pos: int) -> tuple[Segment, int]:

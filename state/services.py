@@ -17,12 +17,15 @@ from experiments.models import Event, Run
 from experiments.projections import IngestRefused, ProjectionContext
 from state.blame import file_changes
 from state.config import RUNTIME_KEYS, StateSettings, state_settings
-from state.deltas import Delta, DeltaError, StateBook, copy_json, delta_from_payload
+from state.deltas import Delta, DeltaError, IdentityChanged, StateBook, copy_json, delta_from_payload
 from state.merge import Resolution, conflict_groups, resolve
 from state.models import RuleViolation, Snapshot, StateDelta, StateHead
 from state.paths import format_path, has_path, parse_path
 from state.replay import DIFF_OPS, Change, state_model, take_snapshots
+from state.rounds import DeltaRecord, RoundReport, ViolationRecord, analyse_rounds
+from state.services_redaction import redact_for, redact_text_for
 from state.sharing import view_for
+from state.stable import ABSENT
 
 STATE_EVENT_KINDS = ("state.delta", "state.snapshot", "worker.complete", "run.complete")
 
@@ -105,23 +108,32 @@ class _Projection:
             )
         )
 
-    def apply(self, proposal: _Proposal, delta: Delta) -> tuple[str, Any] | None:
-        """Evaluate and apply one delta; returns (outcome, written value) or None when refused (non-strict)."""
+    def apply(self, proposal: _Proposal, delta: Delta) -> tuple[str, Any, str] | None:
+        """Evaluate and apply one delta; returns (outcome, written value, code) or None when refused (non-strict)."""
         try:
-            decision = self.book.evaluate(delta, self.settings.limits)
+            decision = self.book.evaluate(delta, self.settings.limits, stable=self.settings.stable_paths, flag_identity=not self.ctx.strict)
         except DeltaError as error:
-            self.refuse_or_flag(proposal.event, error, agent_id=delta.agent_id, path=delta.path)
+            self.refuse_or_flag(proposal.event, self.shown(error), agent_id=delta.agent_id, path=delta.path)
             kept = None if error.code == "state_limit" else delta.value
             self.record(proposal, "refused", value=kept, code=error.code)
             return None
-        return decision.outcome, decision.value
+        for flag in decision.flags:  # applied as it happened (a run read from disk), flagged on the run
+            self.refuse_or_flag(proposal.event, self.shown(flag), agent_id=delta.agent_id, path=delta.path)
+        code = "state_limit" if decision.outcome == "clipped" else decision.flags[0].code if decision.flags else ""
+        return decision.outcome, decision.value, code
+
+    def shown(self, error: DeltaError) -> DeltaError:
+        """The error as it may leave the server: an identity change names its values, redacted."""
+        if isinstance(error, IdentityChanged):
+            return DeltaError(error.code, identity_message(self.run.experiment, error))
+        return error
 
     def apply_single(self, proposal: _Proposal) -> None:
         assert proposal.delta is not None
         result = self.apply(proposal, proposal.delta)
         if result is not None:
-            outcome, value = result
-            self.record(proposal, outcome, value=value, code="state_limit" if outcome == "clipped" else "")
+            outcome, value, code = result
+            self.record(proposal, outcome, value=value, code=code)
 
     def apply_group(self, members: list[_Proposal], resolution: Resolution) -> None:
         winner = members[resolution.winner]
@@ -133,9 +145,9 @@ class _Projection:
             assert member.delta is not None
             if member is winner:
                 if result is not None:
-                    outcome, value = result
+                    outcome, value, code = result
                     merged = value if value != member.delta.value or outcome == "clipped" else None
-                    self.rows.append(_winner_row(self.run, member, op, outcome, merged))
+                    self.rows.append(_winner_row(self.run, member, op, outcome, merged, code))
             else:
                 self.record(member, resolution.outcomes[position] if result is not None else "refused", value=member.delta.value)
 
@@ -164,7 +176,21 @@ class _Projection:
             head.save()
 
 
-def _winner_row(run: Run, proposal: _Proposal, op: str, outcome: str, merged: Any) -> StateDelta:
+def identity_message(experiment: Any, error: IdentityChanged) -> str:
+    """The 422 / Problems-tab sentence for an identity change: path, old and new value, redacted for everyone."""
+
+    def shown(path: str, value: Any) -> str:
+        if value is ABSENT:
+            return "(removed)"
+        # The delta shape {path, value} lets the redaction step mask a value whose path names a sensitive key.
+        return json.dumps(redact_for(experiment, {"path": path, "value": value})["value"], ensure_ascii=False)[:200]
+
+    parts = [f"{change.path} from {shown(change.path, change.old)} to {shown(change.path, change.new)}" for change in error.changes]
+    text = f"{error.path} would change an identity (state.stable_paths: set values never change): " + "; ".join(parts) + "."
+    return redact_text_for(experiment, text)
+
+
+def _winner_row(run: Run, proposal: _Proposal, op: str, outcome: str, merged: Any, code: str) -> StateDelta:
     delta = proposal.delta
     assert delta is not None
     return StateDelta(
@@ -180,7 +206,7 @@ def _winner_row(run: Run, proposal: _Proposal, op: str, outcome: str, merged: An
         applied_value=merged,
         provenance=delta.provenance,
         outcome=outcome,
-        code="state_limit" if outcome == "clipped" else "",
+        code=code,
     )
 
 
@@ -369,6 +395,23 @@ def state_changes_around(*, run: Run, seq: int) -> tuple[int | None, int | None]
     previous = rows.filter(seq__lt=seq).order_by("-seq").values_list("seq", flat=True).first()
     following = rows.filter(seq__gt=seq).order_by("seq").values_list("seq", flat=True).first()
     return previous, following
+
+
+def round_reports(*, run: Run) -> list[RoundReport]:
+    """The run's rounds (state/rounds.py): deltas per agent, conflicts, violations, changed paths, convergence."""
+    config = state_settings(run.experiment.protocol)
+    rows = StateDelta.objects.filter(run=run).order_by("seq", "index").values_list(
+        "seq", "index", "agent_id", "round", "weight", "op", "path", "value", "applied_value", "provenance", "outcome", "code"
+    )
+    deltas = [
+        DeltaRecord(seq, index, agent, round_, weight, op, path, value, provenance, outcome, code, value if applied is None else applied)
+        for seq, index, agent, round_, weight, op, path, value, applied, provenance, outcome, code in rows.iterator(chunk_size=5000)
+    ]
+    violations = [
+        ViolationRecord(seq, rule, message, agent, path)
+        for seq, rule, message, agent, path in RuleViolation.objects.filter(run=run).values_list("seq", "rule", "message", "agent_id", "path")
+    ]
+    return analyse_rounds(deltas, violations, strategy=config.conflict.strategy, epsilon=config.convergence_epsilon)
 
 
 # Rebuilding ------------------------------------------------------------------------------------------

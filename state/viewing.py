@@ -9,11 +9,14 @@ from typing import Any
 from django.http import HttpRequest
 
 from experiments.models import Event, Experiment, Run
+from state.config import state_settings
+from state.deltas import rules_checked
 from state.models import RevealAudit
 from state.paths import Segment, format_path, parse_path
 from state.redaction import REDACTED, redact_at
 from state.replay import DiffEntry
-from state.services_redaction import redact_for, sensitive_fields_for
+from state.rounds import DeltaRecord, RoundReport
+from state.services_redaction import redact_for, redact_text_for, sensitive_fields_for
 
 
 def redact_state(experiment: Experiment, state: dict[str, Any]) -> dict[str, Any]:
@@ -74,3 +77,52 @@ def redact_diff(experiment: Experiment, entries: list[DiffEntry], *, reveal: boo
 def event_at(run: Run, seq: int) -> Event | None:
     """The ledger event at `seq` (shown beside the time-travel slider)."""
     return Event.objects.filter(run=run, seq=seq).first()
+
+
+def _delta_out(delta: DeltaRecord, value: Any) -> dict[str, Any]:
+    return {
+        "seq": delta.seq,
+        "agent_id": delta.agent_id,
+        "weight": delta.weight,
+        "op": delta.op,
+        "path": delta.path,
+        "value": value,
+        "provenance": delta.provenance,
+        "outcome": delta.outcome,
+        "code": delta.code,
+    }
+
+
+def rounds_out(experiment: Experiment, reports: list[RoundReport]) -> list[dict[str, Any]]:
+    """The rounds as JSON-like values, redacted for everyone (values by path and key, messages as text)."""
+    rules = rules_checked(stable=bool(state_settings(experiment.protocol).stable_paths))
+    out = []
+    for report in reports:
+        conflicts = [
+            {
+                "path": conflict.path,
+                "strategy": conflict.strategy,
+                "winner": None if conflict.winner is None else _delta_out(conflict.winner, conflict.winner.written),
+                "losers": [_delta_out(loser, loser.value) for loser in conflict.losers],
+            }
+            for conflict in report.conflicts
+        ]
+        violations = [
+            {"seq": v.seq, "rule": v.rule, "message": redact_text_for(experiment, v.message), "agent_id": v.agent_id, "path": v.path}
+            for v in report.violations
+        ]
+        out.append(
+            {
+                "round": report.round,
+                "agents": report.agents,
+                "deltas": [_delta_out(delta, delta.value) for delta in report.deltas],
+                "changed_paths": report.changed_paths,
+                "conflicts": conflicts,
+                "violations": violations,
+                "rules_checked": rules,
+                "oscillating": report.oscillating,
+                "converged": report.converged,
+            }
+        )
+    # Each delta-shaped item carries {path, value}, so a value under a sensitive path is masked as a whole.
+    return list(redact_for(experiment, out))

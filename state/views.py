@@ -11,12 +11,23 @@ from django.views.decorators.http import require_GET
 
 from experiments.access import experiment_view
 from experiments.models import Experiment, Membership, Run, role_at_least
+from state.config import state_settings
 from state.paths import PathError, format_path, parse_path
 from state.redaction import redact_at
 from state.replay import diff
-from state.services import agents_of, head_seq, path_history, state_at_seq, state_changes_around, view_as
+from state.rounds import settled_from
+from state.rounds_chart import changes_chart
+from state.services import (
+    agents_of,
+    head_seq,
+    path_history,
+    round_reports,
+    state_at_seq,
+    state_changes_around,
+    view_as,
+)
 from state.services_redaction import redact_for, sensitive_fields_for
-from state.viewing import audit_reveal, event_at, redact_diff, tree
+from state.viewing import audit_reveal, event_at, redact_diff, rounds_out, tree
 
 
 def _int(raw: str | None) -> int | None:
@@ -113,3 +124,40 @@ def history_context(run: Run, raw_path: str, *, reveal: bool) -> dict[str, Any]:
     for row in rows:
         row.shown_value = row.written_value if reveal else redact_at(parse_path(row.path), row.written_value, sensitive)
     return {"history_path": path, "history": rows, "history_error": ""}
+
+
+DETAIL_ROUNDS = 30  # round cards on one page; the chart and the table always cover every round
+DETAIL_DELTAS = 200  # delta rows per round card
+
+
+@require_GET
+@experiment_view()
+def run_rounds(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
+    """State tab → Rounds: each round's deltas, conflicts, validation and changes, and how the run settles."""
+    run = get_object_or_404(experiment.runs, pk=pk)
+    context = rounds_context(experiment, run, chosen=_int(request.GET.get("round")))
+    context.update({"experiment": experiment, "run": run, "run_tab": "state"})
+    if request.htmx and request.htmx.target in ("run-tab", "state-tab"):
+        return render(request, "state/run_rounds.html#run_tab", context)
+    return render(request, "state/run_rounds.html", context)
+
+
+def rounds_context(experiment: Experiment, run: Run, *, chosen: int | None) -> dict[str, Any]:
+    """The chart and table of every round, and cards for the last rounds (or the one `?round=` names), redacted."""
+    reports = round_reports(run=run)
+    rounds = rounds_out(experiment, reports)
+    detailed = [r for r in rounds if r["round"] == chosen] if chosen is not None else rounds[-DETAIL_ROUNDS:]
+    config = state_settings(experiment.protocol)
+    return {
+        "rounds": rounds,
+        "detailed": detailed,
+        "detailed_rounds": [r["round"] for r in detailed],
+        "detail_deltas": DETAIL_DELTAS,
+        "detail_slice": f":{DETAIL_DELTAS}",
+        "chart": changes_chart([(r["round"], len(r["changed_paths"]), r["converged"], bool(r["oscillating"])) for r in rounds]),
+        "settled_from": settled_from(reports),
+        "oscillating_rounds": [r["round"] for r in rounds if r["oscillating"]],
+        "stable_paths": config.stable_paths.texts,
+        "epsilon": config.convergence_epsilon,
+        "strategy": config.conflict.strategy,
+    }
