@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections import deque
+from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
@@ -82,15 +83,27 @@ def local(url: str, base: str) -> str | None:
     return path
 
 
-def crawl(client: Any, starts: list[str], *, max_pages: int = 400) -> Crawl:
-    """Visit starts and everything reachable from them on the same origin (as pages and as htmx fragments)."""
+def crawl(
+    client: Any, starts: list[str], *, max_pages: int = 400, shape: Callable[[str], str] | None = None, per_shape: int = 0
+) -> Crawl:
+    """Visit starts and everything reachable from them on the same origin (as pages and as htmx fragments).
+
+    With `shape` and `per_shape`, at most per_shape URLs of one shape (one template) are visited, page and fragment
+    counted apart: a sample of every kind of page instead of every page.
+    """
     seen: set[tuple[str, bool]] = set()
+    shapes: Counter[tuple[str, bool]] = Counter()
     queue: deque[tuple[str, bool]] = deque((s, False) for s in starts)
     out = Crawl()
     while queue and len(seen) < max_pages:
         url, as_fragment = queue.popleft()
         if (url, as_fragment) in seen:
             continue
+        if shape is not None and per_shape:
+            kind = (shape(url), as_fragment)
+            if shapes[kind] >= per_shape:
+                continue
+            shapes[kind] += 1
         seen.add((url, as_fragment))
         headers = {"HTTP_HX_REQUEST": "true"} if as_fragment else {}
         response = client.get(url, **headers)
