@@ -189,6 +189,8 @@ def _apply_decision(envelope: Envelope, *, origin: str, deployment: str) -> dict
     if origin not in (Origin.BUS, Origin.COORDINATOR):
         raise rules.invalid("Decisions are taken by the pool's coordinator; a participant cannot send one.")
     proposal = _locked_proposal(body.proposal_id)
+    if envelope.claw_id != proposal.coordinator:
+        raise Refusal(409, "conflict", f"Only '{proposal.coordinator}' decides '{body.proposal_id}'.")
     if not proposal.is_open:
         raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' is {proposal.status} already.")
     proposal.status = body.outcome
@@ -208,9 +210,11 @@ def _apply_fact(envelope: Envelope, *, origin: str, deployment: str) -> dict[str
         raise Refusal(404, "unknown_proposal", f"No proposal '{body.proposal_id}' behind this fact.")
     if proposal.status != PoolProposal.Status.ACCEPTED:
         raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' is {proposal.status}, not accepted: no fact follows from it.")
-    decided = (proposal.decision or {}).get("fact_id")
-    if decided and decided != body.fact_id:
-        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' was decided for fact '{decided}', not '{body.fact_id}'.")
+    if envelope.claw_id != proposal.coordinator:
+        raise Refusal(409, "conflict", f"Only '{proposal.coordinator}', which decided '{body.proposal_id}', publishes its fact.")
+    decision = proposal.decision or {}
+    if (decision.get("fact_id"), decision.get("version")) != (body.fact_id, body.version):
+        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' was decided as {decision.get('fact_id')} v{decision.get('version')}, not {body.fact_id} v{body.version}.")
     _insert_version(body, trace_id=envelope.trace_id)
     return {"fact_id": body.fact_id, "version": body.version}
 

@@ -161,6 +161,10 @@ def test_two_deployments_converge_through_jetstream(second_database):
         wait_until(lambda: rows(url_a, "SELECT count(*) FROM pool_poolaudit WHERE trace_id = 'trace-loop'")[0][0] >= 1, timeout=60, what="the forged envelope reaching A")
         assert rows(url_a, "SELECT outcome, code FROM pool_poolaudit WHERE trace_id = 'trace-loop'") == [("ignored", "self_loop")]
         assert rows(url_a, "SELECT max(version) FROM pool_poolfactversion") == [(2,)]
+        # B applies it through the rules and refuses it: the decision behind shared-2 made v2, not v3.
+        wait_until(lambda: rows(url_b, "SELECT count(*) FROM pool_poolaudit WHERE trace_id = 'trace-loop'")[0][0] >= 1, timeout=60, what="the forged envelope reaching B")
+        assert rows(url_b, "SELECT outcome, code FROM pool_poolaudit WHERE trace_id = 'trace-loop'") == [("rejected", "conflict")]
+        assert rows(url_b, "SELECT max(version) FROM pool_poolfactversion") == [(2,)]
     finally:
         logs = [bridge.stop() for bridge in bridges]
         for server in servers:
