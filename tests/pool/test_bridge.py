@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -16,6 +17,7 @@ import psycopg
 import pytest
 from django.conf import settings
 
+from bench.common import free_port, wait_for_port
 from pool.transport import delete_stream
 from tests import conftest
 from tests.conftest import ROOT, AsgiServer, subprocess_env
@@ -23,19 +25,37 @@ from tests.pool.helpers import PoolClient, create_claw, envelope
 from tests.proofkit import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-NATS_URL = settings.AWP_POOL_NATS_URL
+NATS_URL = settings.AWP_POOL_NATS_URL  # the machine's server; a private one when it is not running
 
 
-def _reachable() -> bool:
+def _reachable(url: str) -> bool:
     import socket
     from urllib.parse import urlparse
 
-    parsed = urlparse(NATS_URL)
+    parsed = urlparse(url)
     try:
         with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 4222), timeout=2):
             return True
     except OSError:
         return False
+
+
+@pytest.fixture
+def nats_url(tmp_path) -> Iterator[str]:
+    """The machine's JetStream server (AWP_POOL_NATS_URL), or a private one from Debian's nats-server package."""
+    if _reachable(NATS_URL):
+        yield NATS_URL
+        return
+    binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
+    assert Path(binary).exists(), f"no NATS server at {NATS_URL} and no nats-server binary (apt-get install nats-server)"
+    port = free_port()
+    proc = subprocess.Popen([binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(tmp_path / "nats")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc)
+        yield f"nats://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 @pytest.fixture
@@ -60,13 +80,13 @@ def second_database() -> Iterator[str]:
 class Bridge:
     """An `awp_pool_bridge` process for one deployment."""
 
-    def __init__(self, env: dict[str, str], stream: str, subject: str) -> None:
-        self.env, self.stream, self.subject = env, stream, subject
+    def __init__(self, env: dict[str, str], stream: str, subject: str, url: str) -> None:
+        self.env, self.stream, self.subject, self.url = env, stream, subject, url
         self.log = Path(f"/tmp/awp-test-bridge-{uuid.uuid4().hex[:8]}.log")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Bridge:
-        command = [sys.executable, "manage.py", "awp_pool_bridge", "--stream", self.stream, "--subject", self.subject, "--nats-url", NATS_URL]
+        command = [sys.executable, "manage.py", "awp_pool_bridge", "--stream", self.stream, "--subject", self.subject, "--nats-url", self.url]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         return self
@@ -89,25 +109,24 @@ def claw_on(url: str, claw_id: str) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-async def _publish_foreign(stream: str, subject: str, raw: dict, origin: str) -> None:
+async def _publish_foreign(url: str, stream: str, subject: str, raw: dict, origin: str) -> None:
     import nats
 
-    nc = await nats.connect(NATS_URL)
+    nc = await nats.connect(url)
     try:
         await nc.jetstream().publish(subject, json.dumps(raw).encode(), stream=stream, headers={"Awp-Origin": origin})
     finally:
         await nc.close()
 
 
-def test_two_deployments_converge_through_jetstream(second_database):
-    assert _reachable(), f"no NATS server at {NATS_URL} (the Debian nats-server package, started with -js)"
+def test_two_deployments_converge_through_jetstream(second_database, nats_url):
     run = uuid.uuid4().hex[:10]
     stream, subject = f"AWP_POOL_TEST_{run}", f"awp.pool.test.{run}"
     url_a, url_b = conftest.test_database_url(), second_database
     env_a = subprocess_env(AWP_POOL_CLAW_ID="deploy-a", DATABASE_URL=url_a)
     env_b = subprocess_env(AWP_POOL_CLAW_ID="deploy-b", DATABASE_URL=url_b)
     servers = [AsgiServer(env_a).start(), AsgiServer(env_b).start()]
-    bridges = [Bridge(env_a, stream, subject).start(), Bridge(env_b, stream, subject).start()]
+    bridges = [Bridge(env_a, stream, subject, nats_url).start(), Bridge(env_b, stream, subject, nats_url).start()]
     try:
         a, b = servers
         c1, c2, c3 = (PoolClient(a.url, name, create_claw(name)) for name in ("claw-1", "claw-2", "claw-3"))
@@ -140,7 +159,7 @@ def test_two_deployments_converge_through_jetstream(second_database):
         bus_from_a = rows(url_b, "SELECT count(*) FROM pool_poolenvelope WHERE origin = 'bus'")[0][0]
         duplicates_before = rows(url_b, "SELECT count(*) FROM pool_poolaudit WHERE outcome = 'duplicate'")[0][0]
         bridges[1].stop()
-        bridges[1] = Bridge(env_b, stream, subject).start()
+        bridges[1] = Bridge(env_b, stream, subject, nats_url).start()
         wait_until(
             lambda: rows(url_b, "SELECT count(*) FROM pool_poolaudit WHERE outcome = 'duplicate'")[0][0] >= duplicates_before + bus_from_a,
             timeout=60, what="B's bridge replaying the subject",
@@ -157,7 +176,7 @@ def test_two_deployments_converge_through_jetstream(second_database):
 
         # An envelope on the bus that claims A's own clawId is ignored by A (self-loop suppression), and audited.
         forged = envelope("fact", "deploy-a", {"fact_id": "fact:shared-1", "version": 3, "statement": "loop", "proposal_id": "shared-2"}, trace="trace-loop")
-        asyncio.run(_publish_foreign(stream, subject, forged, origin="somewhere-else"))
+        asyncio.run(_publish_foreign(nats_url, stream, subject, forged, origin="somewhere-else"))
         wait_until(lambda: rows(url_a, "SELECT count(*) FROM pool_poolaudit WHERE trace_id = 'trace-loop'")[0][0] >= 1, timeout=60, what="the forged envelope reaching A")
         assert rows(url_a, "SELECT outcome, code FROM pool_poolaudit WHERE trace_id = 'trace-loop'") == [("ignored", "self_loop")]
         assert rows(url_a, "SELECT max(version) FROM pool_poolfactversion") == [(2,)]
@@ -169,5 +188,5 @@ def test_two_deployments_converge_through_jetstream(second_database):
         logs = [bridge.stop() for bridge in bridges]
         for server in servers:
             server.stop()
-        asyncio.run(delete_stream(url=NATS_URL, stream=stream))
+        asyncio.run(delete_stream(url=nats_url, stream=stream))
     assert all("Traceback" not in log for log in logs), logs
