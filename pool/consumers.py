@@ -18,8 +18,9 @@ class PoolConsumer(LiveConsumer):
     """Re-renders the page's live sections (out of band) after each pool change; the audit stays as filtered."""
 
     async def authorize(self, user: Any) -> int:
+        # Called on connect and every ROLE_RECHECK_SECONDS: a person with the page open stays present.
         self.dirty = getattr(self, "dirty", False)
-        return 0 if await database_sync_to_async(services.may_view)(user) else CLOSE_FORBIDDEN
+        return 0 if await database_sync_to_async(_may_view_and_seen)(user) else CLOSE_FORBIDDEN
 
     def live_groups(self) -> list[str]:
         return [POOL_GROUP]
@@ -36,6 +37,13 @@ class PoolConsumer(LiveConsumer):
             return "", None, False
         self.dirty = False
         return await database_sync_to_async(render_sections)(self.scope["user"]), None, False
+
+
+def _may_view_and_seen(user: Any) -> bool:
+    if not services.may_view(user):
+        return False
+    services.announce_person(user)
+    return True
 
 
 def render_sections(user: Any) -> str:
