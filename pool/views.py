@@ -46,10 +46,10 @@ def vote(request: HttpRequest, proposal_id: str) -> HttpResponse:
     if not request.htmx:
         (messages.info if applied.status == 200 else messages.error)(request, note)
         return redirect("pool:page")
+    # A refused vote still answers 200 to htmx (which swaps only 2xx): the section shows the refusal's sentence.
     context = presenters.pool_context(request.user, trace="")
-    response = render(request, "pool/pool.html#proposals", {**context, "note": note, "note_is_error": applied.status != 200})
-    response.status_code = applied.status if applied.status != 200 else 200
-    return response
+    error_code = "" if applied.status == 200 else str(applied.body.get("code"))
+    return render(request, "pool/pool.html#proposals", {**context, "note": note, "note_is_error": bool(error_code), "error_code": error_code})
 
 
 @require_POST
