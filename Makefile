@@ -27,6 +27,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	@bash scripts/ensure_chromium.sh
+	@bash scripts/ensure_nats.sh
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 

@@ -70,12 +70,14 @@ def _mount_routers() -> None:
     from experiments.api import router as experiments_router
     from memory.api import router as memory_router
     from memory.curation.api import router as curation_router
+    from pool.api import router as pool_router
     from state.api import router as state_router
 
     api.add_router("", experiments_router)
     api.add_router("", state_router)
     api.add_router("", memory_router)
     api.add_router("", curation_router)
+    api.add_router("/pool", pool_router)
 
 
 _mount_routers()

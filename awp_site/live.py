@@ -97,6 +97,14 @@ def announce_experiment_changed(*, experiment_id: int, what: str) -> None:
     _broadcast([experiment_group(experiment_id), EXPERIMENTS_GROUP], message)
 
 
+POOL_GROUP = "awp.pool"  # the shared knowledge pool's page (pool/consumers.py)
+
+
+def announce_pool_changed(*, what: str) -> None:
+    """Tell open Pool pages that proposals, votes, facts or participants changed. Call from on_commit."""
+    _broadcast([POOL_GROUP], {"type": "pool.changed", "what": str(what)[:64]})
+
+
 def _broadcast(groups: list[str], message: dict[str, Any]) -> None:
     """The one place sync code reaches the channel layer; only ids and seqs ride it (notify, then read)."""
     from asgiref.sync import async_to_sync

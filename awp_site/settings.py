@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -55,6 +56,7 @@ INSTALLED_APPS = [
     "state",
     "memory",
     "memory.curation",
+    "pool",
 ]
 
 MIDDLEWARE = [
@@ -167,6 +169,14 @@ AWP_SENSITIVE_FIELDS = env_list(
     "AWP_SENSITIVE_FIELDS", "api_key,apikey,password,passwd,secret,token,authorization,credentials,private_key"
 )
 AWP_DEMO_DIR = AWP_DATA_DIR / "demo"
+# The shared knowledge pool (pool/): this deployment's own clawId must differ between bridged deployments.
+AWP_POOL_CLAW_ID = os.environ.get("AWP_POOL_CLAW_ID") or f"deployment:{socket.gethostname()}"
+AWP_POOL_GOVERNANCE = env_bool("AWP_POOL_GOVERNANCE", True)
+AWP_POOL_PRESENCE_TTL = float(os.environ.get("AWP_POOL_PRESENCE_TTL", "120"))  # seconds
+AWP_POOL_PROPOSAL_TTL = float(os.environ.get("AWP_POOL_PROPOSAL_TTL", str(7 * 24 * 3600)))  # seconds
+AWP_POOL_NATS_URL = os.environ.get("AWP_POOL_NATS_URL", "nats://127.0.0.1:4222")
+AWP_POOL_STREAM = os.environ.get("AWP_POOL_STREAM", "AWP_POOL")
+AWP_POOL_SUBJECT = os.environ.get("AWP_POOL_SUBJECT", "awp.pool.envelopes")
 
 LOGGING = {
     "version": 1,

@@ -15,4 +15,5 @@ urlpatterns = [
     path("", include("state.urls")),
     path("", include("memory.urls")),
     path("", include("memory.curation.urls")),
+    path("", include("pool.urls")),
 ]

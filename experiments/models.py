@@ -243,6 +243,18 @@ def role_at_least(role: str | None, needed: str) -> bool:
     return role is not None and ROLE_RANK.get(role, 0) >= ROLE_RANK[needed]
 
 
+def hash_secret(secret: str) -> str:
+    """The stored form of a bearer secret (experiment tokens and pool participants alike)."""
+    # Secrets are 256 random bits, so a plain SHA-256 is enough (no password stretching needed).
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def issue_secret(prefix: str) -> tuple[str, str, str]:
+    """A new bearer secret: (secret shown once, recognisable prefix, hash to store)."""
+    secret = prefix + secrets.token_urlsafe(32)
+    return secret, secret[:10], hash_secret(secret)
+
+
 class ApiToken(models.Model):
     """A bearer token for one experiment; only a SHA-256 of the secret is stored."""
 
@@ -267,8 +279,7 @@ class ApiToken(models.Model):
 
     @staticmethod
     def hash_secret(secret: str) -> str:
-        # Secrets are 256 random bits, so a plain SHA-256 is enough (no password stretching needed).
-        return hashlib.sha256(secret.encode()).hexdigest()
+        return hash_secret(secret)
 
     @classmethod
     def issue(cls, *, experiment: Experiment, name: str, scopes: list[str], user: Any = None) -> tuple[ApiToken, str]:
@@ -276,14 +287,9 @@ class ApiToken(models.Model):
         unknown = sorted(set(scopes) - set(cls.SCOPES))
         if unknown:
             raise ValueError(f"unknown scope(s): {', '.join(unknown)}; choose from {', '.join(cls.SCOPES)}")
-        secret = cls.PREFIX + secrets.token_urlsafe(32)
+        secret, key_prefix, hashed = issue_secret(cls.PREFIX)
         token = cls.objects.create(
-            experiment=experiment,
-            user=user,
-            name=name,
-            key_prefix=secret[:10],
-            hashed_secret=cls.hash_secret(secret),
-            scopes=sorted(set(scopes)),
+            experiment=experiment, user=user, name=name, key_prefix=key_prefix, hashed_secret=hashed, scopes=sorted(set(scopes))
         )
         return token, secret
 

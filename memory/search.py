@@ -21,9 +21,9 @@ from memory import embeddings
 from memory.salience import Candidate, Weights, rank
 
 MODES = ("keyword", "semantic", "date_range", "agent_filter")
-SEARCH_TIERS = ("long_term", "working", "episodic", "semantic", "notes")
+SEARCH_TIERS = ("long_term", "working", "episodic", "semantic", "notes", "shared")
 DEFAULT_TIERS = {
-    "keyword": ("long_term", "working"),
+    "keyword": ("long_term", "working", "shared"),
     "semantic": ("semantic",),
     "date_range": ("working",),
     "agent_filter": ("episodic",),
@@ -121,9 +121,26 @@ def search_memory(experiment: Experiment, request: SearchRequest) -> SearchResul
         result = _semantic(experiment, request)
     else:
         result = _lexical(experiment, request)
+    if "shared" in request.effective_tiers and request.mode == "keyword":
+        result = _with_shared(experiment, request, result)
     if request.salience:
         result.hits = _by_salience(result.hits, request.max_results)
     return result
+
+
+def _with_shared(experiment: Experiment, request: SearchRequest, result: SearchResult) -> SearchResult:
+    """Add tier `shared`: pool facts the experiment subscribes to (pool/shared.py), newest version only."""
+    from pool.shared import search_shared
+
+    shared = [
+        SearchHit(tier="shared", source=fact.label, content=fact.statement, score=round(min(1.0, score), 4),
+                  timestamp=fact.created_at, chunk_id=0, ref_key=fact.label)
+        for fact, score in search_shared(experiment, request.query, request.max_results)
+    ]  # fmt: skip
+    if not shared:
+        return result
+    hits = sorted([*result.hits, *shared], key=lambda hit: -hit.score)[: request.max_results]
+    return SearchResult(hits, result.total + len(shared), result.strategy, result.notes)
 
 
 def _filters(experiment: Experiment, request: SearchRequest) -> tuple[list[str], list[Any]]:

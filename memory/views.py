@@ -245,6 +245,8 @@ def _source_link(experiment: Experiment, hit: memory_search.SearchHit) -> str:
         return reverse("experiments:run-detail", args=[experiment.slug, int(rest.split(":")[0])])
     if kind == "note":
         return reverse("memory:notes", args=[experiment.slug]) + f"#note-{rest}"
+    if kind == "pool":
+        return reverse("pool:page")
     return reverse("memory:tab", args=[experiment.slug])
 
 

@@ -13,7 +13,7 @@ _first_run_ref = Evidence.objects.filter(proposal=OuterRef("pk")).exclude(run_re
 
 
 def promoted_items(experiment: Experiment) -> PriorItems:
-    """Promoted tools (by name), facts and antipatterns (newest promotion first) of the experiment."""
+    """Promoted tools (by name), facts and antipatterns (newest promotion first), and subscribed pool facts."""
     proposals = list(
         Proposal.objects.promoted()
         .filter(experiment=experiment)
@@ -25,7 +25,10 @@ def promoted_items(experiment: Experiment) -> PriorItems:
     )
     facts = [(_first_run(p), p.promoted_text) for p in proposals if p.kind == Proposal.Kind.FACT]
     antipatterns = [_antipattern(p) for p in proposals if p.kind == Proposal.Kind.ANTIPATTERN]
-    return PriorItems(tools=tools, facts=facts, antipatterns=antipatterns)
+    from pool.shared import subscribed_facts
+
+    shared = [(fact.label, fact.statement) for fact in subscribed_facts(experiment)]
+    return PriorItems(tools=tools, facts=facts, antipatterns=antipatterns, shared=shared)
 
 
 def _purpose(proposal: Proposal) -> str:

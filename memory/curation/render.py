@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 SECTION_TITLES = {"fact": "Facts", "tool": "Tool Recipes", "antipattern": "Antipatterns"}
 PRIOR_CAP = 3000
@@ -63,16 +63,18 @@ def upsert_promoted(content: str, *, kind: str, proposal_id: int, line: str) -> 
 
 @dataclass(frozen=True)
 class PriorItems:
-    """Promoted items for the prior-run block: (name, purpose), (run_id, fact), (reason, key, excerpt)."""
+    """Promoted items for the prior-run block: (name, purpose), (run_id, fact), (reason, key, excerpt),
+    and subscribed pool facts (label, statement), newest version only."""
 
     tools: list[tuple[str, str]]
     facts: list[tuple[str, str]]
     antipatterns: list[tuple[str, str, str]]
+    shared: list[tuple[str, str]] = field(default_factory=list)
 
 
 def prior_block(items: PriorItems, *, max_chars: int = PRIOR_CAP) -> str:
     """The `## PRIOR RUN MEMORY` block (empty when nothing is promoted), at most `max_chars` long."""
-    if not (items.tools or items.facts or items.antipatterns):
+    if not (items.tools or items.facts or items.antipatterns or items.shared):
         return ""
     out = ["## PRIOR RUN MEMORY", f"### Known Tools ({len(items.tools)})"]
     out += [f"- {name}: {one_line(purpose)[:160]}" for name, purpose in items.tools] or ["(none)"]
@@ -80,6 +82,9 @@ def prior_block(items: PriorItems, *, max_chars: int = PRIOR_CAP) -> str:
     out += [f"- [{run_id}] {one_line(fact)}" for run_id, fact in items.facts] or ["(none)"]
     out += ["", f"### Antipatterns to Avoid ({len(items.antipatterns)})"]
     out += [f"- [{reason}] {key}: {one_line(excerpt)[:120]}" for reason, key, excerpt in items.antipatterns] or ["(none)"]
+    if items.shared:  # the shared pool's part, only for experiments that subscribe (and within the same cap)
+        out += ["", f"### Shared Facts ({len(items.shared)})"]
+        out += [f"- [{label}] {one_line(statement)}" for label, statement in items.shared]
     block = "\n".join(out)
     if len(block) > max_chars:
         block = block[: max(0, max_chars - len(TRUNCATED))].rstrip() + TRUNCATED

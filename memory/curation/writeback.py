@@ -46,7 +46,8 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def _promoted_facts(experiment: Experiment) -> tuple[list[tuple[str, str]], set[str]]:
-    """(run_id, text) of promoted facts, and the texts reviewers rejected, retracted or replaced by an edit."""
+    """(run_id, text) of promoted facts and subscribed pool facts, and the texts reviewers rejected, retracted
+    or replaced by an edit (or a newer pool version)."""
     promoted: list[tuple[str, str]] = []
     removed: set[str] = set()
     proposals = experiment.proposals.filter(kind=Proposal.Kind.FACT).exclude(status=Proposal.Status.PENDING)
@@ -58,6 +59,11 @@ def _promoted_facts(experiment: Experiment) -> tuple[list[tuple[str, str]], set[
             removed |= {one_line(fact.text) for fact in proposal.facts.all()}
         elif proposal.origin == Proposal.Origin.RUNTIME or proposal.status == Proposal.Status.RETRACTED:
             removed |= {one_line(proposal.text)} | {one_line(fact.text) for fact in proposal.facts.all()}
+    from pool.shared import pool_statements, subscribed_facts
+
+    # Subscribed pool facts reach the runtime's PRIOR RUN MEMORY through the facts files too (newest version only).
+    promoted += [(fact.label, fact.statement) for fact in subscribed_facts(experiment)]
+    removed |= {one_line(text) for text in pool_statements(experiment)}
     removed -= {one_line(text) for _, text in promoted}
     return promoted, removed
 
