@@ -15,6 +15,8 @@ from django.utils import timezone
 from experiments.models import Experiment
 from memory.documents import split_sections
 from memory.models import MemoryChunk, MemoryDocument
+from state.secrets import learn_from_text
+from state.services_redaction import redact_text_for
 
 
 def upsert_chunk(
@@ -28,7 +30,13 @@ def upsert_chunk(
     occurred_at: datetime | None = None,
     is_archived: bool = False,
 ) -> MemoryChunk:
-    """Create or refresh one chunk; changed content drops the stale vector so it is embedded again."""
+    """Create or refresh one chunk; changed content drops the stale vector so it is embedded again.
+
+    The chunk is the searchable, embeddable derivative of memory: its text is learnt from (known secrets) and
+    masked before it is stored, so no snippet, highlight or vector is ever made from a secret.
+    """
+    learn_from_text(experiment=experiment, text=content)
+    content = redact_text_for(experiment, content)
     chunk = MemoryChunk.objects.filter(experiment=experiment, ref_key=ref_key).first()
     if chunk is None:
         return MemoryChunk.objects.create(

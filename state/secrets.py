@@ -1,0 +1,91 @@
+"""Known secrets of an experiment: learnt where data enters, turned into one cached matcher per experiment.
+
+Every value seen under a sensitive key (ledger events through the projector below, memory text through
+`memory.chunks.upsert_chunk`) is stored once in `KnownSecret`, a table no view, API, admin page or export reads.
+`known_secrets_for` compiles them into one trie regex per experiment and process, and recompiles only when the
+experiment's rows changed (one indexed count per call; ids are never reused, so count + max id is exact).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection
+
+from state.models import KnownSecret
+from state.redaction import KnownSecrets, is_maskable, may_hold_secrets, secrets_in, text_secrets
+
+if TYPE_CHECKING:
+    from experiments.models import Event, Run
+    from experiments.projections import ProjectionContext
+
+_lock = threading.Lock()
+# experiment id -> ((count, max id), plain matcher, matcher of escaped forms or None until first asked)
+_cache: dict[int, tuple[tuple[int, int], KnownSecrets, KnownSecrets | None]] = {}
+
+
+def learn_secrets(*, experiment_id: int, values: Iterable[str]) -> int:
+    """Store values as known secrets of the experiment (each once); returns how many were offered."""
+    rows = {}
+    for value in values:
+        text = value.strip()
+        if is_maskable(text):
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            rows[digest] = KnownSecret(experiment_id=experiment_id, digest=digest, value=text)
+    if rows:
+        KnownSecret.objects.bulk_create(list(rows.values()), ignore_conflicts=True)
+    return len(rows)
+
+
+def learn_from_text(*, experiment: Any, text: str) -> None:
+    """Learn what free text (a daily log, a note, MEMORY.md) holds under sensitive keys or in a secret's form."""
+    from state.services_redaction import sensitive_fields_for
+
+    if text:
+        learn_secrets(experiment_id=experiment.pk, values=text_secrets(text, sensitive_fields_for(experiment)))
+
+
+def learn_from_events(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
+    """Projector: learn every value under a sensitive key of the batch's payloads (state, results, board, tools)."""
+    from state.services_redaction import sensitive_fields_for
+
+    sensitive = sensitive_fields_for(run.experiment)
+    found: set[str] = set()
+    for event in events:
+        payload = event.payload
+        # One C-speed pass over the serialized payload first: most events name no sensitive key at all.
+        if may_hold_secrets(json.dumps(payload, ensure_ascii=False, default=str), sensitive):
+            found |= secrets_in(payload, sensitive)
+    if found:
+        learn_secrets(experiment_id=run.experiment_id, values=found)
+
+
+def known_secrets_for(experiment_id: int, *, escaped: bool = False) -> KnownSecrets:
+    """The experiment's known secrets as one matcher; escaped=True also matches their HTML/JSON/URL forms."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), coalesce(max(id), 0) FROM state_knownsecret WHERE experiment_id = %s", [experiment_id])
+        count, top = cursor.fetchone()
+    stamp = (int(count), int(top))
+    cached = _cache.get(experiment_id)
+    if cached is None or cached[0] != stamp:
+        values = list(KnownSecret.objects.filter(experiment_id=experiment_id).values_list("value", flat=True))
+        cached = (stamp, KnownSecrets.of(values), None)
+        with _lock:
+            _cache[experiment_id] = cached
+    if not escaped:
+        return cached[1]
+    if cached[2] is None:
+        cached = (cached[0], cached[1], KnownSecrets.of(cached[1].values, escaped=True))
+        with _lock:
+            _cache[experiment_id] = cached
+    return cached[2]
+
+
+def forget_cache() -> None:
+    """Drop every compiled matcher (tests that reuse experiment ids across databases)."""
+    with _lock:
+        _cache.clear()
