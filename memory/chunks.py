@@ -75,6 +75,21 @@ def sync_long_term_chunks(*, experiment: Experiment, document: MemoryDocument | 
     return len(keys)
 
 
+def remask_chunks(experiment_id: int, values: list[str]) -> int:
+    """Mask newly learnt secrets in chunks stored before they were known (their vectors are made again)."""
+    stale = MemoryChunk.objects.filter(experiment_id=experiment_id)
+    matching = MemoryChunk.objects.none()
+    for value in values:
+        matching = matching | stale.filter(content__contains=value)
+    count = 0
+    for chunk in matching.select_related("experiment"):
+        content = redact_text_for(chunk.experiment, chunk.content)
+        if content != chunk.content:
+            MemoryChunk.objects.filter(pk=chunk.pk).update(content=content, embedding=None, model_name="", embedded_at=None)
+            count += 1
+    return count
+
+
 def embed_pending_chunks(
     *, experiment: Experiment | None = None, batch_size: int = 64, on_batch: Callable[[int], None] | None = None
 ) -> int:

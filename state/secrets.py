@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection
@@ -28,17 +28,34 @@ _lock = threading.Lock()
 _cache: dict[int, tuple[tuple[int, int], KnownSecrets, KnownSecrets | None]] = {}
 
 
+# Called with (experiment_id, new values) after new secrets were stored: derivatives stored earlier (memory
+# chunks) are masked again. Registered by apps that keep text derived from the ledger.
+_on_learnt: list[Callable[[int, list[str]], None]] = []
+
+
+def on_new_secrets(callback: Callable[[int, list[str]], None]) -> None:
+    """Register a callback for newly learnt secrets (idempotent)."""
+    if callback not in _on_learnt:
+        _on_learnt.append(callback)
+
+
 def learn_secrets(*, experiment_id: int, values: Iterable[str]) -> int:
-    """Store values as known secrets of the experiment (each once); returns how many were offered."""
+    """Store values as known secrets of the experiment (each once); returns how many were new."""
     rows = {}
     for value in values:
         text = value.strip()
         if is_maskable(text):
             digest = hashlib.sha256(text.encode()).hexdigest()
             rows[digest] = KnownSecret(experiment_id=experiment_id, digest=digest, value=text)
-    if rows:
-        KnownSecret.objects.bulk_create(list(rows.values()), ignore_conflicts=True)
-    return len(rows)
+    if not rows:
+        return 0
+    known = set(KnownSecret.objects.filter(experiment_id=experiment_id, digest__in=list(rows)).values_list("digest", flat=True))
+    new = [row for digest, row in rows.items() if digest not in known]
+    if new:
+        KnownSecret.objects.bulk_create(new, ignore_conflicts=True)
+        for callback in _on_learnt:
+            callback(experiment_id, [row.value for row in new])
+    return len(new)
 
 
 def learn_from_text(*, experiment: Any, text: str) -> None:
