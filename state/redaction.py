@@ -273,14 +273,14 @@ def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None) -> list[tuple[int, int]]:
+def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     hint = _key_hint(sensitive)
     if hint is not None and hint.search(text):
         spans.extend(_key_spans(text, sensitive))
     spans.extend(_pattern_spans(text))
     # A value masked by key or form is masked wherever else the same text repeats it (prose quoting it).
-    own = {v for start, end in spans for v in _span_values(text[start:end]) if is_maskable(v)}
+    own = {v for start, end in spans for v in _span_values(text[start:end]) if is_maskable(v)} | extra
     for value in own:
         at = text.find(value)
         while at != -1:
@@ -315,15 +315,19 @@ def redact_text(text: str, sensitive: frozenset[str], known: KnownSecrets | None
     A text that is a JSON document is parsed and redacted as JSON (so YAML or JSON inside its strings is
     masked with real line breaks), then written back; any other text is scanned as it stands.
     """
+    return _redact_text(text, sensitive, known, frozenset())
+
+
+def _redact_text(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str]) -> str:
     if not text:
         return text
-    as_json = _redact_json_text(text, sensitive, known)
+    as_json = _redact_json_text(text, sensitive, known, extra)
     if as_json is not None:
         return as_json
-    return _apply(text, _spans(text, sensitive, known))
+    return _apply(text, _spans(text, sensitive, known, extra))
 
 
-def _redact_json_text(text: str, sensitive: frozenset[str], known: KnownSecrets | None) -> str | None:
+def _redact_json_text(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str]) -> str | None:
     stripped = text.strip()
     if stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
         return None
@@ -333,7 +337,7 @@ def _redact_json_text(text: str, sensitive: frozenset[str], known: KnownSecrets 
         return None
     if not isinstance(parsed, dict | list):
         return None
-    masked = redact(parsed, sensitive, known)
+    masked = _redact(parsed, sensitive, known, extra | secrets_in(parsed, sensitive, parse_text=False))
     if masked == parsed:
         return text
     indent = 2 if "\n" in stripped else None
@@ -351,24 +355,22 @@ def redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None = N
     Values under sensitive keys of `value` itself are masked wherever else they appear in it, even before
     they are known secrets of the experiment (a summary quoting the access token of the same result).
     """
-    own = secrets_in(value, sensitive, parse_text=False)
-    if own:
-        known = (known or KnownSecrets.empty()).with_values(own)
-    return _redact(value, sensitive, known)
+    # The document's own secrets are few: looked for with str.find beside the experiment's matcher.
+    return _redact(value, sensitive, known, frozenset(secrets_in(value, sensitive, parse_text=False)))
 
 
-def _redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None) -> Any:
+def _redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None, own: frozenset[str]) -> Any:
     if isinstance(value, str):
-        return redact_text(value, sensitive, known)
+        return _redact_text(value, sensitive, known, own)
     if isinstance(value, dict):
-        out = {k: (REDACTED if is_sensitive(str(k), sensitive) else _redact(v, sensitive, known)) for k, v in value.items()}
+        out = {k: (REDACTED if is_sensitive(str(k), sensitive) else _redact(v, sensitive, known, own)) for k, v in value.items()}
         # A delta names its field in `path`, not as a key: {"path": "$.vault.api_key", "value": "sk-…"}.
         path = value.get("path")
         if isinstance(path, str) and "value" in out and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path)):
             out["value"] = REDACTED
         return out
     if isinstance(value, list | tuple):
-        return [_redact(item, sensitive, known) for item in value]
+        return [_redact(item, sensitive, known, own) for item in value]
     return value
 
 
@@ -493,9 +495,14 @@ def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
 
 # -- known secrets -------------------------------------------------------------------------------------------
 
+try:  # Aho-Corasick in C: one pass over a text whatever the number of secrets
+    import ahocorasick
+except ImportError:  # pragma: no cover - the trie regex below does the same, slower with many secrets
+    ahocorasick = None
+
 
 def _trie_regex(words: Iterable[str]) -> str:
-    """One alternation regex for many literal strings, as a trie: one pass over a text, cheap per position."""
+    """One alternation regex for many literal strings, as a trie (the fallback without pyahocorasick)."""
     trie: dict[str, Any] = {}
     for word in words:
         node = trie
@@ -510,7 +517,7 @@ def _trie_regex(words: Iterable[str]) -> str:
                 continue
             run = re.escape(char)
             while len(child) == 1 and "" not in child:  # a chain without branches: one literal, no recursion
-                (char, child), = child.items()
+                ((char, child),) = child.items()
                 run += re.escape(char)
             branches.append(run + build(child))
         if not branches:
@@ -523,7 +530,13 @@ def _trie_regex(words: Iterable[str]) -> str:
 
 
 @lru_cache(maxsize=256)
-def _compile(forms: frozenset[str]) -> re.Pattern[str]:
+def _compile(forms: frozenset[str]) -> Any:
+    if ahocorasick is not None:
+        automaton = ahocorasick.Automaton()
+        for form in forms:
+            automaton.add_word(form, len(form))
+        automaton.make_automaton()
+        return automaton
     return re.compile(_trie_regex(forms))
 
 
@@ -541,7 +554,7 @@ class KnownSecrets:
 
     values: frozenset[str] = frozenset()
     escaped: bool = False
-    _matcher: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    _matcher: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def empty(cls) -> KnownSecrets:
@@ -554,28 +567,37 @@ class KnownSecrets:
         if not kept:
             return _EMPTY
         forms = set().union(*(escaped_forms(v) for v in kept)) if escaped else set(kept)
-        matcher = _compile(frozenset(forms))
-        return cls(kept, escaped, matcher)
-
-    def with_values(self, more: Iterable[str]) -> KnownSecrets:
-        new = set(more) - self.values
-        return self if not new else KnownSecrets.of(self.values | new, escaped=self.escaped)
+        return cls(kept, escaped, _compile(frozenset(forms)))
 
     def __bool__(self) -> bool:
         return bool(self.values)
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
-        if self._matcher is None:
+        """Where known secrets occur in text (possibly overlapping; callers merge)."""
+        if self._matcher is None or not text:
             return
-        for match in self._matcher.finditer(text):
-            if match.end() > match.start():
-                yield match.span()
+        if isinstance(self._matcher, re.Pattern):
+            for match in self._matcher.finditer(text):
+                if match.end() > match.start():
+                    yield match.span()
+            return
+        for end, length in self._matcher.iter(text):
+            yield end + 1 - length, end + 1
 
     def mask(self, text: str) -> str:
         """Every occurrence of a known secret replaced by REDACTED (one pass)."""
         if self._matcher is None or not text:
             return text
-        return self._matcher.sub(REDACTED, text)
+        spans = _merge(self.spans(text))
+        if not spans:
+            return text
+        out, last = [], 0
+        for start, end in spans:
+            out.append(text[last:start])
+            out.append(REDACTED)
+            last = end
+        out.append(text[last:])
+        return "".join(out)
 
 
 _EMPTY = KnownSecrets()
