@@ -106,3 +106,29 @@ def forget_cache() -> None:
     """Drop every compiled matcher (tests that reuse experiment ids across databases)."""
     with _lock:
         _cache.clear()
+
+
+def learn_from_history(*, experiment: Any, chunk: int = 2000) -> int:
+    """Learn the known secrets of data stored before this step existed: the ledger and the memory texts.
+
+    Ingest learns as data arrives; this is for a database upgraded from an older version (awp_learn_secrets).
+    """
+    from experiments.models import Event
+    from memory.models import MemoryDocument, MemoryEntry, Note
+    from state.services_redaction import sensitive_fields_for
+
+    sensitive = sensitive_fields_for(experiment)
+    found: set[str] = set()
+    after = 0
+    while True:
+        rows = list(Event.objects.filter(run__experiment=experiment, pk__gt=after).order_by("pk").values_list("pk", "payload")[:chunk])
+        if not rows:
+            break
+        for _, payload in rows:
+            if may_hold_secrets(json.dumps(payload, ensure_ascii=False, default=str), sensitive):
+                found |= secrets_in(payload, sensitive)
+        after = rows[-1][0]
+    for model in (MemoryEntry, MemoryDocument, Note):
+        for text in model.objects.filter(experiment=experiment).values_list("content", flat=True).iterator():
+            found |= text_secrets(text, sensitive)
+    return learn_secrets(experiment_id=experiment.pk, values=found)

@@ -16,7 +16,6 @@ import io
 import json
 import re
 from typing import Any
-from urllib.parse import urlencode
 
 import pytest
 from django.core.management import call_command
@@ -28,14 +27,11 @@ from memory.models import MemoryChunk
 from state.models import KnownSecret, RevealAudit, StateDelta
 from tests.awp_runtime import SHAPED_SECRETS, Script, run_dag, run_delegation_loop
 from tests.factories import PASSWORD, make_experiment, make_member, make_token
-from tests.security.crawl import crawl
-from tests.security.test_redaction_crawler import api_bodies, websocket_frames
+from tests.security.surfaces import session_cookie, surfaces_for_a_viewer, token_answers, websocket_frames
 
 pytestmark = [pytest.mark.interop, pytest.mark.django_db(transaction=True)]
 
 LEAK = re.compile(r"SHAPED-[\w-]+|" + "|".join(re.escape(v.split("-", 1)[1]) for v in SHAPED_SECRETS.values()))
-QUERIES = ["api_key", "client_secret", "owner_password", "access_token", "password", "token", "secret", "SHAPED", "Bearer", "postgres"]
-MODES = ["keyword", "semantic", "date_range", "agent_filter"]
 REPR_NOTE = "Worker note: connected with settings " + repr({"host": "db.internal", "secret": SHAPED_SECRETS["repr"], "port": 5432})
 
 
@@ -61,46 +57,6 @@ def _raw_ledger(experiment: Experiment) -> str:
     return " ".join(json.dumps(e.payload) for run in Run.objects.filter(experiment=experiment) for e in run.events.all())
 
 
-def surfaces_for_a_viewer(browser: Client, experiment: Experiment, runs: list[Run]) -> dict[str, str]:
-    """Every page, fragment, search, State tab at every seq and API answer a viewer can reach."""
-    slug = experiment.slug
-    starts = ["/", experiment.get_absolute_url()] + [run.get_absolute_url() for run in runs]
-    starts += [reverse(f"memory:{tab}", args=[slug]) for tab in ("long-term", "curated", "working", "episodic", "notes", "search", "audit")]
-    for mode in MODES:
-        for query in QUERIES:
-            params = {"q": query, "mode": mode, "start": "2000-01-01", "end": "2100-01-01", "max_results": 50,
-                      "agents": "researcher,analyst,fact_collector"}  # fmt: skip
-            starts.append(reverse("memory:search", args=[slug]) + "?" + urlencode(params))
-    for run in runs:
-        seqs = sorted(set(StateDelta.objects.filter(run=run).values_list("seq", flat=True)))
-        base = reverse("state:run-state", args=[slug, run.pk])
-        starts += [f"{base}?{urlencode({'seq': seq})}" for seq in [0, *seqs]]
-        starts += [f"{base}?{urlencode({'seq': seq, 'reveal': '1'})}" for seq in seqs[-1:]]  # not the viewer's to use
-    seen = crawl(browser, starts, max_pages=900)
-    assert not seen.errors(), seen.errors()
-    bodies = {f"page {url}": body for url, body in seen.bodies.items()}
-    bodies.update({f"api {url}": body for url, body in api_bodies(browser, experiment).items()})
-    return bodies
-
-
-def token_answers(experiment: Experiment, token: str) -> dict[str, str]:
-    """A memory:read token: every read endpoint, and memory/search in every mode with every query."""
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
-    bodies = {f"token {k}": v for k, v in api_bodies(client, experiment).items()}
-    for mode in MODES:
-        for query in QUERIES:
-            payload = {"query": query, "mode": mode, "max_results": 50, "date_range": {"start": "2000-01-01", "end": "2100-01-01"},
-                       "agent_filter": ["researcher", "analyst", "fact_collector"],
-                       "tiers": ["long_term", "working", "episodic", "notes"] if mode != "semantic" else []}  # fmt: skip
-            response = client.post(f"/api/v1/experiments/{experiment.slug}/memory/search", json.dumps(payload), content_type="application/json")
-            assert response.status_code == 200, (mode, query, response.content)
-            bodies[f"token search {mode} {query}"] = response.content.decode()
-    for target in ("long_term", "daily", "dates"):
-        response = client.post(f"/api/v1/experiments/{experiment.slug}/memory/read", json.dumps({"target": target}), content_type="application/json")
-        bodies[f"token read {target}"] = response.content.decode()
-    return bodies
-
-
 def test_secrets_in_every_shape_reach_no_viewer_and_no_read_token(tmp_path, fake_llm, live_server_factory):
     server = live_server_factory()
     experiment, viewer, owner, token = build_shaped_experiment(tmp_path, fake_llm)
@@ -118,7 +74,7 @@ def test_secrets_in_every_shape_reach_no_viewer_and_no_read_token(tmp_path, fake
     bodies.update(token_answers(experiment, token))
     assert any('"tier": "semantic"' in b or "semantic" in k for k, b in bodies.items())
 
-    cookie = _session_cookie(server.url, viewer)
+    cookie = session_cookie(server.url, viewer)
     frames = asyncio.run(websocket_frames(server.url, cookie, [r.pk for r in runs], lambda: None))
     assert len(frames) >= len(runs)
     bodies.update({f"frame {i}": frame for i, frame in enumerate(frames)})
@@ -144,15 +100,3 @@ def test_an_owner_still_reveals_on_the_state_tab_and_it_is_audited(tmp_path, fak
     viewer_client = Client()
     assert viewer_client.login(username=viewer.username, password=PASSWORD)
     assert SHAPED_SECRETS["prose_token"] not in viewer_client.get(url + "?reveal=1").content.decode()
-
-
-def _session_cookie(base_url: str, user: Any) -> str:
-    import requests
-
-    session = requests.Session()
-    session.get(f"{base_url}/login/")
-    session.post(f"{base_url}/login/", data={"username": user.username, "password": PASSWORD,
-                 "csrfmiddlewaretoken": session.cookies["csrftoken"]}, headers={"Referer": f"{base_url}/login/"})  # fmt: skip
-    cookie = "; ".join(f"{k}={v}" for k, v in session.cookies.items())
-    assert "sessionid" in cookie
-    return cookie
