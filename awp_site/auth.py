@@ -13,6 +13,7 @@ from ninja.security import APIKeyCookie, HttpBearer
 from awp_site.apierrors import ApiError
 from awp_site.ratelimit import check_rate
 from experiments.models import ApiToken, Experiment, Membership, role_at_least
+from state.services_redaction import mark_in_scope
 
 # Which membership role a session user needs for what a token scope allows.
 SCOPE_ROLE = {
@@ -77,12 +78,14 @@ def experiment_for(request: HttpRequest, slug: str, *, scope: str) -> Experiment
             raise ApiError(403, "token_experiment_mismatch", "This token belongs to another experiment.")
         if not caller.token.has_scope(scope):
             raise ApiError(403, "missing_scope", f"This token lacks the '{scope}' scope.")
+        mark_in_scope(request, caller.token.experiment)
         return caller.token.experiment
     experiment = Experiment.objects.visible_to(caller.user).filter(slug=slug).first()
     if experiment is None:
         raise ApiError(404, "experiment_not_found", f"No experiment '{slug}' that you can see.")
     if not role_at_least(experiment.role_of(caller.user), SCOPE_ROLE[scope]):
         raise ApiError(403, "forbidden", f"Your role on '{slug}' does not allow '{scope}'.")
+    mark_in_scope(request, experiment)
     return experiment
 
 

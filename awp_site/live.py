@@ -62,7 +62,7 @@ def render_run_fragments(run: Run, events: list[Event], viewer: Viewer) -> list[
     out: list[str] = []
     for _, renderer in _RUN_RENDERERS:
         out.extend(renderer(run, events, viewer))
-    return out
+    return _masked(run.experiment_id, out)
 
 
 def render_experiment_fragments(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
@@ -70,7 +70,15 @@ def render_experiment_fragments(experiment: Experiment, viewer: Viewer, changed_
     out: list[str] = []
     for _, renderer in _EXPERIMENT_RENDERERS:
         out.extend(renderer(experiment, viewer, changed_run_ids))
-    return out
+    return _masked(experiment.pk, out)
+
+
+def _masked(experiment_id: int, fragments: list[str]) -> list[str]:
+    """The frame's net (frames are never a reveal): every known secret of the experiment masked, escaped forms too."""
+    from state.secrets import known_secrets_for
+
+    known = known_secrets_for(experiment_id, escaped=True)
+    return [known.mask(fragment) for fragment in fragments] if known else fragments
 
 
 # Group names: one helper each, used by the announcers and the consumers alike.

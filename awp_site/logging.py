@@ -1,30 +1,32 @@
-"""A logging filter that masks values of sensitive keys in log lines (R14 on the way out)."""
+"""A logging filter that masks sensitive values in log lines (R14 on the way out).
+
+Log lines have no experiment in scope, so they get the key and pattern masks of the redaction engine (every
+text shape of a sensitive key, connection-URL passwords, Bearer tokens, private keys, cloud key formats) with
+the global sensitive list; known-secret value masking needs an experiment and happens where one is in scope.
+"""
 
 from __future__ import annotations
 
 import logging
-import re
 
 from django.conf import settings
 
 REDACTED = "[redacted]"
 
 
-def _pattern() -> re.Pattern[str]:
-    names = "|".join(re.escape(name) for name in getattr(settings, "AWP_SENSITIVE_FIELDS", ["password", "token"]))
-    # key=value, key: value, "key": "value" — the shapes sensitive values take in log lines.
-    return re.compile(rf"""(?i)(["']?\b(?:\w*(?:{names})\w*)\b["']?\s*[:=]\s*)(["'][^"']*["']|[^\s,;}}]+)""")
-
-
 class RedactingFilter(logging.Filter):
     """Rewrite the rendered message so sensitive values never reach a log sink."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # The pure engine (no models): safe to import while logging is being configured.
+        from state.redaction import redact_text, sensitive_set
+
         try:
             message = record.getMessage()
         except Exception:  # a broken format string is the logger's problem, not ours
             return True
-        redacted = _pattern().sub(lambda m: f"{m.group(1)}{REDACTED}", message)
+        sensitive = sensitive_set(getattr(settings, "AWP_SENSITIVE_FIELDS", ["password", "token"]))
+        redacted = redact_text(message, sensitive)
         if redacted != message:
             record.msg, record.args = redacted, None
         return True

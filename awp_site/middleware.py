@@ -106,3 +106,33 @@ def _refuse_body(request: HttpRequest, limit: int) -> HttpResponse | None:
                 {"code": "json_nul_character", "message": "JSON strings may not contain the NUL character (\\u0000)."}, status=400
             )
     return None
+
+
+class RedactionNet:
+    """The last line of R14: every answer about an experiment is value-masked with its known secrets.
+
+    Views redact what they render (redact_for / redact_text_for); this net catches what a view forgot, in the
+    forms a value takes in HTML, JSON and URLs. An owner's audited reveal is let through as it is.
+    """
+
+    MASKED_TYPES = ("text/html", "application/json", "text/plain", "text/csv", "text/markdown")
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not getattr(request, "awp_redaction_scope", None) or response.streaming:
+            return response
+        if not response.get("Content-Type", "").startswith(self.MASKED_TYPES):
+            return response
+        from state.services_redaction import mask_response_text
+
+        charset = response.charset or "utf-8"
+        body = response.content.decode(charset, errors="surrogateescape")
+        masked = mask_response_text(request, body)
+        if masked != body:
+            response.content = masked.encode(charset, errors="surrogateescape")
+            if response.has_header("Content-Length"):
+                response["Content-Length"] = str(len(response.content))
+        return response

@@ -71,6 +71,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "awp_site.middleware.LoginRequiredEverywhere",
     "awp_site.middleware.SecurityHeaders",
+    "awp_site.middleware.RedactionNet",
 ]
 
 ROOT_URLCONF = "awp_site.urls"

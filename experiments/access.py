@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 
 from experiments.models import Experiment, Membership, role_at_least
+from state.services_redaction import mark_in_scope
 
 
 def get_experiment_or_404(request: HttpRequest, slug: str) -> tuple[Experiment, str]:
@@ -32,6 +33,7 @@ def experiment_view(role: str = Membership.Role.VIEWER) -> Callable[..., Callabl
             if not role_at_least(actual, role):
                 raise PermissionDenied(f"Needs the {role} role on this experiment.")
             request.experiment_role = actual  # type: ignore[attr-defined]
+            mark_in_scope(request, experiment)
             return view(request, experiment, *args, **kwargs)
 
         return wrapper

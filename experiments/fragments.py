@@ -26,7 +26,7 @@ def timeline_rows(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
 
 
 def run_header(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
-    fresh = Run.objects.select_related("parent").get(pk=run.pk)
+    fresh = presenters.mask_run_text(Run.objects.select_related("experiment", "parent").get(pk=run.pk))
     context = {"run": fresh, "oob": True, "budget_bars": presenters.budget_bars(fresh), "problem_count": fresh.ingest_problems.count()}
     return [render_to_string("experiments/_run_header.html", context)]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.models import Digest, Event, Experiment, IngestProblem, Run
-from state.services_redaction import redact_for
+from state.services_redaction import redact_for, redactor_for
 
 BUDGET_KEYS = (("loops", "used"), ("workers", "spawned"), ("tokens", "consumed"), ("tool_calls", "used"), ("wall_time", "elapsed_s"))
 
@@ -170,3 +170,10 @@ def digest_tree(experiment: Experiment, root: Digest | None, max_depth: int = 4)
 
 def problems_of(run: Run, limit: int = 200) -> list[IngestProblem]:
     return list(IngestProblem.objects.filter(run=run).order_by("-created_at")[:limit])
+
+
+def mask_run_text(run: Run) -> Run:
+    """The run with its free-text header fields (task, reason) masked for display; never saved."""
+    redactor = redactor_for(run.experiment)
+    run.task_text, run.reason = redactor.text(run.task_text), redactor.text(run.reason)
+    return run

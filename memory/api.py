@@ -29,7 +29,7 @@ from memory.documents import truncate_for_injection
 from memory.longterm import current_long_term, long_term_history
 from memory.models import MemoryEntry
 from memory.services import Actor, MemoryDenied, check_access, write_memory
-from state.services_redaction import redact_for
+from state.services_redaction import redact_for, redact_text_for, redactor_for
 
 router = Router(tags=["memory"], auth=api_auth)
 
@@ -231,10 +231,10 @@ def read(request: HttpRequest, slug: str, body: ReadIn) -> HttpResponse:
     if body.target == "daily":
         day = _date(body.date, "date") or timezone.now().astimezone(UTC).date()
         chosen = list(entries.filter(day=day))
-        content = "\n".join(_daily_block(entry) for entry in chosen)
+        content = redact_text_for(experiment, "\n".join(_daily_block(entry) for entry in chosen))
         return envelope(200, {"content": content, "date": day.isoformat(), "exists": bool(chosen)})
     document = current_long_term(experiment)
-    content = document.content if document else ""
+    content = redact_text_for(experiment, document.content) if document else ""
     if body.inject:
         content = truncate_for_injection(content, _long_term_max_chars(experiment))
     return envelope(200, {"content": content, "exists": document is not None, "version": document.version if document else 0})
@@ -263,7 +263,7 @@ def prior(request: HttpRequest, slug: str, body: PriorIn) -> HttpResponse:
         from memory.curation.prior import prior_run_block
     except ImportError:
         return envelope(503, error="The prior-run block is not available on this server yet.", code="prior_unavailable")
-    return envelope(200, {"block": prior_run_block(experiment)})
+    return envelope(200, {"block": redact_text_for(experiment, prior_run_block(experiment))})
 
 
 @router.post("/experiments/{slug}/board/post", response=Envelope, openapi_extra=_doc(BoardPostIn))
@@ -330,15 +330,16 @@ def long_term(request: HttpRequest, slug: str) -> dict[str, Any]:
     document = current_long_term(experiment)
     if document is None:
         return {"version": 0, "content": "", "updated_at": None}
-    return {"version": document.version, "content": document.content, "updated_at": document.created_at}
+    return {"version": document.version, "content": redact_text_for(experiment, document.content), "updated_at": document.created_at}
 
 
 @router.get("/experiments/{slug}/memory/long-term/versions", response=list[VersionOut])
 def long_term_versions(request: HttpRequest, slug: str) -> list[dict[str, Any]]:
     experiment = experiment_for(request, slug, scope="memory:read")
+    redactor = redactor_for(experiment)
     return [
         {"version": d.version, "author": d.author_label or (d.author.get_username() if d.author else ""),
-         "reason": d.reason, "created_at": d.created_at}
+         "reason": redactor.text(d.reason), "created_at": d.created_at}
         for d in long_term_history(experiment)
     ]  # fmt: skip
 

@@ -15,6 +15,8 @@ from django.utils import timezone
 from experiments.models import Experiment
 from memory.documents import split_sections
 from memory.models import MemoryChunk, MemoryDocument
+from state.secrets import learn_from_text
+from state.services_redaction import redact_text_for
 
 
 def upsert_chunk(
@@ -28,7 +30,13 @@ def upsert_chunk(
     occurred_at: datetime | None = None,
     is_archived: bool = False,
 ) -> MemoryChunk:
-    """Create or refresh one chunk; changed content drops the stale vector so it is embedded again."""
+    """Create or refresh one chunk; changed content drops the stale vector so it is embedded again.
+
+    The chunk is the searchable, embeddable derivative of memory: its text is learnt from (known secrets) and
+    masked before it is stored, so no snippet, highlight or vector is ever made from a secret.
+    """
+    learn_from_text(experiment=experiment, text=content)
+    content = redact_text_for(experiment, content)
     chunk = MemoryChunk.objects.filter(experiment=experiment, ref_key=ref_key).first()
     if chunk is None:
         return MemoryChunk.objects.create(
@@ -65,6 +73,21 @@ def sync_long_term_chunks(*, experiment: Experiment, document: MemoryDocument | 
     stale = MemoryChunk.objects.filter(experiment=experiment, tier=MemoryChunk.Tier.LONG_TERM).exclude(ref_key__in=keys)
     stale.delete()
     return len(keys)
+
+
+def remask_chunks(experiment_id: int, values: list[str]) -> int:
+    """Mask newly learnt secrets in chunks stored before they were known (their vectors are made again)."""
+    stale = MemoryChunk.objects.filter(experiment_id=experiment_id)
+    matching = MemoryChunk.objects.none()
+    for value in values:
+        matching = matching | stale.filter(content__contains=value)
+    count = 0
+    for chunk in matching.select_related("experiment"):
+        content = redact_text_for(chunk.experiment, chunk.content)
+        if content != chunk.content:
+            MemoryChunk.objects.filter(pk=chunk.pk).update(content=content, embedding=None, model_name="", embedded_at=None)
+            count += 1
+    return count
 
 
 def embed_pending_chunks(

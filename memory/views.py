@@ -19,11 +19,11 @@ from experiments.access import experiment_view
 from experiments.models import Event, Experiment, Membership
 from experiments.views import render_tab
 from memory import search as memory_search
+from memory.documents import diff_lines
 from memory.forms import LongTermEditForm, NoteForm, SearchForm
 from memory.highlight import highlight
 from memory.longterm import (
     current_long_term,
-    diff_long_term,
     get_long_term_version,
     long_term_history,
     restore_long_term_version,
@@ -33,8 +33,7 @@ from memory.markdown import render_markdown
 from memory.models import AccessAudit, MemoryEntry, Note
 from memory.services import save_note
 from memory.working import summarize_result
-from state.redaction import redact_text
-from state.services_redaction import redact_for, sensitive_fields_for
+from state.services_redaction import Redactor, redact_text_for, redactor_for
 
 TEMPLATE = "memory/memory_tab.html"
 CURATOR = Membership.Role.CURATOR
@@ -62,9 +61,11 @@ def long_term(request: HttpRequest, experiment: Experiment) -> HttpResponse:
         shown = get_long_term_version(experiment, int(request.GET["v"]))
         if shown is None:
             raise Http404("No such version.")
-    rendered = mark_safe(render_markdown(shown.content)) if shown else ""  # sanitized by nh3 in render_markdown
-    return _tab(request, experiment, "long_term", current=current, shown=shown, rendered=rendered,
-                history=long_term_history(experiment))  # fmt: skip
+    redactor = redactor_for(experiment)
+    # Masked before rendering (the Markdown is built from the masked text), sanitized by nh3 in render_markdown.
+    rendered = mark_safe(render_markdown(redactor.text(shown.content))) if shown else ""
+    history = [_with(d, reason=redactor.text(d.reason)) for d in long_term_history(experiment)]
+    return _tab(request, experiment, "long_term", current=current, shown=shown, rendered=rendered, history=history)
 
 
 @require_GET
@@ -74,9 +75,11 @@ def long_term_diff(request: HttpRequest, experiment: Experiment) -> HttpResponse
         old, new = int(request.GET.get("a", "")), int(request.GET.get("b", ""))
     except ValueError:
         raise Http404("Choose two versions to compare.") from None
-    lines = diff_long_term(experiment, old, new)
-    if lines is None:
+    documents = {d.version: d for d in experiment.memory_documents.filter(version__in=[old, new])}
+    if old not in documents or new not in documents:
         raise Http404("No such version.")
+    redactor = redactor_for(experiment)
+    lines = diff_lines(redactor.text(documents[old].content), redactor.text(documents[new].content))
     return _tab(request, experiment, "diff", old=old, new=new, lines=lines, history=long_term_history(experiment))
 
 
@@ -85,7 +88,9 @@ def long_term_diff(request: HttpRequest, experiment: Experiment) -> HttpResponse
 def long_term_edit(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     current = current_long_term(experiment)
     version = current.version if current else 0
-    form = LongTermEditForm(request.POST or None, initial={"content": current.content if current else "", "base_version": version})
+    # The editor starts from the masked text: a curator never sees a secret, and saving keeps it masked.
+    masked = redact_text_for(experiment, current.content) if current else ""
+    form = LongTermEditForm(request.POST or None, initial={"content": masked, "base_version": version})
     if request.method == "POST" and form.is_valid():
         if form.cleaned_data["base_version"] != version:
             form.add_error(None, f"MEMORY.md changed meanwhile (now v{version}); review the new text and save again.")
@@ -135,18 +140,19 @@ def working(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     day_entries = entries.filter(day=chosen).select_related("run")
     if agent:
         day_entries = day_entries.filter(agent_id=agent)
-    # The runtime logs results as "- **api_key**: …" lines: mask sensitive fields in the text on the way out.
-    sensitive = sensitive_fields_for(experiment)
-    day_entries = [_with_content(e, redact_text(e.content, sensitive)) for e in day_entries]
+    # The runtime logs results as "- **api_key**: …" lines and reprs: mask every shape on the way out.
+    redactor = redactor_for(experiment)
+    day_entries = [_with(e, content=redactor.text(e.content)) for e in day_entries]
     agents = sorted(set(entries.exclude(agent_id="").values_list("agent_id", flat=True)))
     return _tab(request, experiment, "working", chosen=chosen, entries=day_entries, agent=agent, agents=agents,
                 weeks=_month(chosen, set(days)), show_archived=show_archived,
                 archived_count=MemoryEntry.objects.filter(experiment=experiment, is_archived=True).count())  # fmt: skip
 
 
-def _with_content(entry: MemoryEntry, content: str) -> MemoryEntry:
-    entry.content = content  # display copy only: never saved
-    return entry
+def _with(row: Any, **masked: str) -> Any:
+    for name, value in masked.items():
+        setattr(row, name, value)  # display copy only: never saved
+    return row
 
 
 def _parse_day(value: str | None) -> date | None:
@@ -168,9 +174,11 @@ def episodic(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     agents = sorted(set(results.exclude(agent_id="").values_list("agent_id", flat=True)))
     agent = request.GET.get("agent") or (agents[0] if agents else "")
     outputs = []
+    redactor = redactor_for(experiment)
     for event in results.filter(agent_id=agent).select_related("run").order_by("-occurred_at", "-pk")[:200]:
-        payload = redact_for(experiment, event.payload if isinstance(event.payload, dict) else {})
-        outputs.append({"event": event, "summary": summarize_result(payload), "confidence": payload.get("confidence")})
+        payload = redactor.value(event.payload if isinstance(event.payload, dict) else {})
+        summary = redactor.text(summarize_result(payload))  # a repr of a nested value is masked as text too
+        outputs.append({"event": event, "summary": summary, "confidence": payload.get("confidence")})
     return _tab(request, experiment, "episodic", agents=agents, agent=agent, outputs=outputs)
 
 
@@ -184,7 +192,8 @@ def notes(request: HttpRequest, experiment: Experiment) -> HttpResponse:
         if form.is_valid():
             save_note(experiment=experiment, author=request.user, **form.cleaned_data)
             return redirect("memory:notes", experiment.slug)
-    listing = Note.objects.filter(experiment=experiment).select_related("author")
+    redactor = redactor_for(experiment)
+    listing = [_with(n, content=redactor.text(n.content)) for n in Note.objects.filter(experiment=experiment).select_related("author")]
     return _tab(request, experiment, "notes", form=form, notes=listing, may_write=_may_write_notes(request))
 
 
@@ -224,13 +233,16 @@ def search(request: HttpRequest, experiment: Experiment) -> HttpResponse:
         except memory_search.SearchRefused as refused:
             context["search_error"] = refused.message
         else:
-            context["hits"] = [_hit_view(experiment, hit, data["q"]) for hit in result.hits]
+            redactor = redactor_for(experiment)
+            context["hits"] = [_hit_view(experiment, hit, data["q"], redactor) for hit in result.hits]
             context["total"], context["strategy"] = result.total, result.strategy
     return _tab(request, experiment, "search", **context)
 
 
-def _hit_view(experiment: Experiment, hit: memory_search.SearchHit, query: str) -> dict[str, Any]:
-    return {"hit": hit, "html": mark_safe(highlight(hit.content, query)), "link": _source_link(experiment, hit)}  # escaped first
+def _hit_view(experiment: Experiment, hit: memory_search.SearchHit, query: str, redactor: Redactor) -> dict[str, Any]:
+    # Masked before highlighting (a secret learnt after its chunk was stored is masked here), escaped first.
+    content = redactor.text(hit.content)
+    return {"hit": hit, "html": mark_safe(highlight(content, query)), "link": _source_link(experiment, hit)}
 
 
 def _source_link(experiment: Experiment, hit: memory_search.SearchHit) -> str:
@@ -253,5 +265,6 @@ def _source_link(experiment: Experiment, hit: memory_search.SearchHit) -> str:
 @require_GET
 @experiment_view()
 def audit(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    rows = AccessAudit.objects.filter(experiment=experiment).select_related("user", "token")[:300]
+    redactor = redactor_for(experiment)
+    rows = [_with(a, detail=redactor.text(a.detail)) for a in AccessAudit.objects.filter(experiment=experiment).select_related("user", "token")[:300]]
     return _tab(request, experiment, "audit", rows=rows)

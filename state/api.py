@@ -11,9 +11,8 @@ from awp_site.apierrors import ApiError
 from awp_site.auth import api_auth, authorize_experiment
 from experiments.models import Experiment, Membership, Run, role_at_least
 from state.paths import PathError, format_path, parse_path
-from state.redaction import redact_at
 from state.services import path_history, round_reports, state_at_seq, view_as
-from state.services_redaction import sensitive_fields_for
+from state.services_redaction import redactor_for
 from state.viewing import audit_reveal, redact_state, rounds_out
 
 router = Router(tags=["state"], auth=api_auth)
@@ -132,7 +131,7 @@ def get_history(request: HttpRequest, run_id: str, path: str, experiment: str | 
         normalized = format_path(parse_path(path))
     except PathError as exc:
         raise ApiError(422, "invalid_path", str(exc)) from None
-    sensitive = sensitive_fields_for(run.experiment)
+    redactor = redactor_for(run.experiment)
     deltas = [
         {
             "seq": d.seq,
@@ -141,8 +140,8 @@ def get_history(request: HttpRequest, run_id: str, path: str, experiment: str | 
             "weight": d.weight,
             "op": d.op,
             "path": d.path,
-            "value": redact_at(parse_path(d.path), d.value, sensitive),
-            "provenance": d.provenance,
+            "value": redactor.at(parse_path(d.path), d.value),
+            "provenance": redactor.value(d.provenance),
             "outcome": d.outcome,
         }
         for d in path_history(run=run, path=normalized)

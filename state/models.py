@@ -142,3 +142,24 @@ class RevealAudit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} revealed {self.run_id}@{self.seq}"
+
+
+class KnownSecret(models.Model):
+    """A value seen under a sensitive key in an experiment: masked wherever it appears on the way out.
+
+    The raw ledger already holds these values; this table only lets redaction find them without reading the
+    ledger. It is deliberately unreachable: no view, API, admin page or export reads it except
+    `state.secrets`, which turns it into a matcher. Rows are learnt at ingest (projector and memory text),
+    never updated; an experiment's rows go with it.
+    """
+
+    experiment = models.ForeignKey("experiments.Experiment", on_delete=models.CASCADE, related_name="+")
+    digest = models.CharField(max_length=64, help_text="sha256 of the value (uniqueness without a text index)")
+    value = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["experiment", "digest"], name="state_known_secret_unique")]
+
+    def __str__(self) -> str:
+        return f"known secret #{self.pk} of experiment {self.experiment_id}"  # never the value

@@ -1,11 +1,16 @@
-"""The state projector, registered with the ingest core in StateConfig.ready()."""
+"""The state projectors, registered with the ingest core in StateConfig.ready()."""
 
 from __future__ import annotations
 
 from experiments.projections import register_projector
+from state.secrets import learn_from_events
 from state.services import project_state_events
 
 
 def register() -> None:
-    """Register one projector for every kind, so mixed batches are projected in seq order."""
+    """Register one projector for every kind, so mixed batches are projected in seq order.
+
+    Known secrets are learnt first, so memory projectors (registered later) already mask them in what they store.
+    """
+    register_projector("", learn_from_events, name="state.learn_secrets")
     register_projector("", project_state_events, name="state.project_state_events")

@@ -1,24 +1,56 @@
-"""Redaction of sensitive fields (R14), pure: JSON in, JSON out, at any depth of nesting."""
+"""Redaction of sensitive data (R14), pure: JSON and free text in, the same shape out with secrets masked.
+
+Three masks, applied together by `redact` (JSON) and `redact_text` (free text):
+- by key: the value of every sensitive key, at any depth of JSON and in every free-text shape the runtime and
+  common tools write (`key: value`, `**key**: value`, `"key": "value"`, `'key': 'value'` in Python reprs, nested
+  and several per line, `key=value`, `export KEY=value`, YAML blocks, JSON serialized inside a string);
+- by pattern: secrets that carry no key but a recognisable form (passwords in connection URLs, `Bearer` tokens,
+  private-key blocks, common cloud key formats);
+- by value: every value ever seen under a sensitive key of the experiment (`KnownSecrets`) wherever it appears,
+  in prose too, as CI systems mask their secrets in logs.
+
+`secrets_in` finds the values a document holds under sensitive keys (and by pattern): what becomes a known secret.
+"""
 
 from __future__ import annotations
 
+import html
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 REDACTED = "[redacted]"
+# Shorter values (and true/false/null/numbers) are never masked by value: a `0` or `true` is not a secret, and
+# masking it everywhere would wreck every page. Key and pattern masks still apply to them.
+MIN_SECRET_LENGTH = 6
+# Longer values are masked by key where they stand, not looked for elsewhere (a whole document is not a secret).
+MAX_SECRET_LENGTH = 4096
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
+@lru_cache(maxsize=8192)
 def normalise_key(key: str) -> str:
     """apiKey, Api-Key and API_KEY all become api_key."""
-    return _CAMEL.sub("_", key).lower().replace("-", "_").replace(" ", "_")
+    return _CAMEL.sub("_", key).lower().replace("-", "_").replace(" ", "_").replace(".", "_")
 
 
+@lru_cache(maxsize=64)
+def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
+    if not sensitive:
+        return None
+    # A word that is or ends in a sensitive name: db_password, PGPASSWORD, githubToken; not max_tokens, tokenizer.
+    return re.compile("|".join(f"[_a-z0-9]{re.escape(word)}_" for word in sorted(sensitive, key=len, reverse=True)))
+
+
+@lru_cache(maxsize=16384)
 def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
-    """A key is sensitive when its words contain a sensitive name: openai_api_key yes, max_tokens no."""
-    name = f"_{normalise_key(key)}_"
-    return any(f"_{word}_" in name for word in sensitive)
+    """A key is sensitive when one of its words is or ends in a sensitive name: openai_api_key, PGPASSWORD yes, max_tokens no."""
+    matcher = _word_matcher(sensitive)
+    return matcher is not None and matcher.search(f"_{normalise_key(key)}_") is not None
 
 
 def sensitive_set(names: Iterable[str]) -> frozenset[str]:
@@ -26,35 +58,320 @@ def sensitive_set(names: Iterable[str]) -> frozenset[str]:
     return frozenset(normalise_key(name) for name in names if name)
 
 
+# -- keyless patterns ----------------------------------------------------------------------------------------
+
+# Each pattern's group "secret" is masked; the rest of the match stays readable.
+PATTERNS: tuple[re.Pattern[str], ...] = (
+    # scheme://user:password@host (postgres, redis, amqp, https, ...)
+    re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@'\"<>]*:(?P<secret>[^\s@/'\"<>]+)@"),
+    re.compile(r"(?i)\bbearer[ \t]+(?P<secret>[A-Za-z0-9._~+/\-]{6,}=*)"),
+    re.compile(
+        r"-----BEGIN (?P<kind>[A-Z0-9 ]*)PRIVATE KEY-----(?P<secret>.*?)(?:-----END (?P=kind)PRIVATE KEY-----|\Z)", re.DOTALL
+    ),
+    re.compile(r"\b(?P<secret>(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16})\b"),  # AWS access key ids
+    re.compile(r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})\b"),  # GitHub tokens
+    re.compile(r"\b(?P<secret>xox[abposr]-[A-Za-z0-9\-]{10,})"),  # Slack tokens
+    re.compile(r"\b(?P<secret>AIza[0-9A-Za-z_\-]{35})"),  # Google API keys
+    re.compile(r"\b(?P<secret>[sr]k_(?:live|test)_[0-9A-Za-z]{16,})"),  # Stripe secret keys
+    re.compile(r"\b(?P<secret>sk-(?:proj-|ant-|live-)?[A-Za-z0-9_\-]{32,})"),  # OpenAI / Anthropic style keys
+    re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),  # JWTs
+)
+# Cheap test before running the patterns one by one.
+_PATTERN_HINT = re.compile(r"://|(?i:bearer)[ \t]|-----BEGIN|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)")
+
+
+def _pattern_spans(text: str) -> Iterator[tuple[int, int]]:
+    if not _PATTERN_HINT.search(text):
+        return
+    for pattern in PATTERNS:
+        for match in pattern.finditer(text):
+            start, end = match.span("secret")
+            if end > start and not text.startswith(REDACTED, start):
+                yield start, end
+
+
+# -- keys in free text ---------------------------------------------------------------------------------------
+
+# A key with its decoration and separator: "key": / 'key': / \"key\": / **key**: / `key`: / key= / KEY = / key =>.
+_KEY = re.compile(
+    r"""(?:(?<![\w\-])|(?<=\\[nrt]))(?P<lead>\\*["'`]|\*{1,2}|_{1,2})?(?P<name>[A-Za-z][\w\-.]*?)(?P<trail>\\*["'`]|\*{1,2}|_{1,2})?"""
+    r"""(?P<sp>[ \t]*)(?P<sep>:\*{0,2}(?![:/])|=>|=(?![=~]))[ \t]*"""
+)
+_OPEN = {"{": "}", "[": "]", "(": ")"}
+_STOP_IN_STRUCTURE = ",}])\n"
+_STOP_BARE_ASSIGNMENT = " \t\n&;,'\"<>)]}"
+_TERMINATORS = ",}]);\n\r \t"
+
+
+def _line_bounds(text: str, pos: int) -> tuple[int, int]:
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return start, len(text) if end == -1 else end
+
+
+def _indent(text: str, line_start: int) -> int:
+    n = line_start
+    while n < len(text) and text[n] in " \t":
+        n += 1
+    return n - line_start
+
+
+def _in_structure(text: str, line_start: int, pos: int) -> bool:
+    """Whether an unclosed bracket precedes pos on its line (then a bare value ends at , } ] or ))."""
+    depth, quote_char = 0, ""
+    for char in text[line_start:pos]:
+        if quote_char:
+            if char == quote_char:
+                quote_char = ""
+        elif char in "\"'":
+            quote_char = char
+        elif char in "{[(":
+            depth += 1
+        elif char in "}])" and depth:
+            depth -= 1
+    return depth > 0
+
+
+def _quoted_end(text: str, pos: int, quote_mark: str) -> int:
+    """End (exclusive) of a quoted value starting at pos; a quote is closing when what follows ends a value."""
+    n = pos + len(quote_mark)
+    plain = quote_mark in ("'", '"', "`")
+    while True:
+        found = text.find(quote_mark, n)
+        if found == -1:
+            return _line_bounds(text, pos)[1]  # unterminated (e.g. a truncated repr): to the end of the line
+        if plain and _escaped(text, found):
+            n = found + 1
+            continue
+        after = found + len(quote_mark)
+        if after >= len(text) or text[after] in _TERMINATORS or text.startswith(("\\n", "\\\"", "\\'"), after):
+            return after
+        if text[after] == ":":  # the quote closed a key ("a": ...), so the value ended before it
+            return found + len(quote_mark)
+        n = after
+
+
+def _escaped(text: str, index: int) -> bool:
+    slashes = 0
+    while index - slashes - 1 >= 0 and text[index - slashes - 1] == "\\":
+        slashes += 1
+    return slashes % 2 == 1
+
+
+def _bracket_end(text: str, pos: int) -> int:
+    """End (exclusive) of the bracketed structure at pos, quote-aware; an unclosed one runs to the end of the text.
+
+    Quotes may be escaped a level deeper (JSON inside a JSON string: \\"key\\"): a quote opened after k
+    backslashes is closed by the same quote after k backslashes.
+    """
+    stack = [_OPEN[text[pos]]]
+    n, quote_char, depth = pos + 1, "", 0
+    while n < len(text):
+        char = text[n]
+        if char in "\"'":
+            slashes = 0
+            while text[n - slashes - 1] == "\\" and n - slashes - 1 > pos:
+                slashes += 1
+            if not quote_char:
+                quote_char, depth = char, slashes
+            elif char == quote_char and (slashes == depth if depth else slashes % 2 == 0):
+                quote_char = ""
+        elif quote_char:
+            pass
+        elif char in _OPEN:
+            stack.append(_OPEN[char])
+        elif char == stack[-1]:
+            stack.pop()
+            if not stack:
+                return n + 1
+        n += 1
+    return len(text)
+
+
+def _block_end(text: str, line_start: int, line_end: int) -> int:
+    """End of the lines after the key's line indented deeper than it (a YAML mapping, list or block scalar)."""
+    base = _indent(text, line_start)
+    key_is_item = text[line_start:line_end].lstrip().startswith("- ")
+    end = n = line_end
+    while n < len(text):
+        start = n + 1
+        stop = text.find("\n", start)
+        stop = len(text) if stop == -1 else stop
+        line = text[start:stop]
+        if line.strip():
+            indent = _indent(text, start)
+            if not (indent > base or (indent == base and not key_is_item and line.lstrip().startswith("- "))):
+                break
+            end = stop
+        n = stop
+    return end
+
+
+def _value_span(text: str, match: re.Match[str]) -> tuple[int, int] | None:
+    """Where the value after a key's separator lies, or None when there is no value to mask."""
+    pos = match.end()
+    line_start, line_end = _line_bounds(text, match.start())
+    if text.startswith(REDACTED, pos):
+        return None
+    if pos >= line_end or text.startswith(("|", ">"), pos) and text[pos + 1 : line_end].strip("-+ \t") == "":
+        end = _block_end(text, line_start, line_end)
+        return (line_end, end) if end > line_end else None
+    quote_mark = re.match(r"\\*[\"'`]", text[pos : pos + 8])
+    if quote_mark and text.startswith(REDACTED + quote_mark.group(0), pos + len(quote_mark.group(0))):
+        return None  # already masked
+    if quote_mark:
+        return pos, _quoted_end(text, pos, quote_mark.group(0))
+    if text[pos] in _OPEN:
+        return pos, _bracket_end(text, pos)
+    if match.group("sep") == "=" and not match.group("sp") and text[match.end("sep") : pos] == "":
+        stops = _STOP_BARE_ASSIGNMENT
+    elif _in_structure(text, line_start, match.start()):
+        stops = _STOP_IN_STRUCTURE
+    else:
+        stops = "\n"
+    end = pos
+    while end < line_end and text[end] not in stops:
+        end += 1
+    while end > pos and text[end - 1] in " \t\r":
+        end -= 1
+    # A literal backslash-n ends a value inside an escaped string (a log line serialized into JSON).
+    escaped_newline = text.find("\\n", pos, end)
+    if escaped_newline != -1:
+        end = escaped_newline
+    return (pos, end) if end > pos else None
+
+
+def _key_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    # Every key is looked at, also inside the value of a harmless one ({'notes': {'password': ...}}), so nothing
+    # nested is skipped; only a masked value's own inside is passed over.
+    masked_to = 0
+    for match in _KEY.finditer(text):
+        if match.start() < masked_to or not is_sensitive(match.group("name"), sensitive):
+            continue
+        span = _value_span(text, match)
+        if span is not None:
+            masked_to = span[1]
+            yield span
+
+
+@lru_cache(maxsize=64)
+def _key_hint(sensitive: frozenset[str]) -> re.Pattern[str] | None:
+    """A case-insensitive test for any spelling of a sensitive name (api_key, apiKey, API-KEY, `api key`)."""
+    if not sensitive:
+        return None
+    words = ("[_\\-. ]?".join(re.escape(part) for part in name.split("_") if part) for name in sorted(sensitive))
+    return re.compile("(?i)" + "|".join(words))
+
+
+def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    hint = _key_hint(sensitive)
+    if hint is not None and hint.search(text):
+        spans.extend(_key_spans(text, sensitive))
+    spans.extend(_pattern_spans(text))
+    # A value masked by key or form is masked wherever else the same text repeats it (prose quoting it).
+    own = {v for start, end in spans for v in _span_values(text[start:end]) if is_maskable(v)} | extra
+    for value in own:
+        at = text.find(value)
+        while at != -1:
+            spans.append((at, at + len(value)))
+            at = text.find(value, at + len(value))
+    if known is not None:
+        spans.extend(known.spans(text))
+    return _merge(spans)
+
+
+def _apply(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end in spans:
+        out.append(text[last:start])
+        block = text[start:end]
+        # A masked block of lines keeps its line breaks (and a YAML block its shape): one marker per line.
+        if "\n" in block:
+            lines = block.split("\n")
+            out.append("\n".join((line[: len(line) - len(line.lstrip())] + REDACTED) if line.strip() else line for line in lines))
+        else:
+            out.append(REDACTED)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def redact_text(text: str, sensitive: frozenset[str], known: KnownSecrets | None = None) -> str:
+    """Mask sensitive values in free text: by key in every shape, by pattern, and every known secret by value.
+
+    A text that is a JSON document is parsed and redacted as JSON (so YAML or JSON inside its strings is
+    masked with real line breaks), then written back; any other text is scanned as it stands.
+    """
+    return _redact_text(text, sensitive, known, frozenset())
+
+
+def _redact_text(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str]) -> str:
+    if not text:
+        return text
+    as_json = _redact_json_text(text, sensitive, known, extra)
+    if as_json is not None:
+        return as_json
+    return _apply(text, _spans(text, sensitive, known, extra))
+
+
+def _redact_json_text(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str]) -> str | None:
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
+        return None
+    try:
+        parsed = json.loads(stripped)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict | list):
+        return None
+    masked = _redact(parsed, sensitive, known, extra | secrets_in(parsed, sensitive, parse_text=False))
+    if masked == parsed:
+        return text
+    indent = 2 if "\n" in stripped else None
+    return text[: len(text) - len(text.lstrip())] + json.dumps(masked, indent=indent, ensure_ascii=False) + text[len(text.rstrip()) :]
+
+
+# -- JSON ----------------------------------------------------------------------------------------------------
+
 _PATH_WORD = re.compile(r"[A-Za-z_][\w-]*")
 
 
-def redact(value: Any, sensitive: frozenset[str]) -> Any:
-    """Return a copy of `value` with the value of every sensitive key replaced by REDACTED."""
+def redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None = None) -> Any:
+    """A copy of `value` with every sensitive key's value REDACTED and every string leaf masked as free text.
+
+    Values under sensitive keys of `value` itself are masked wherever else they appear in it, even before
+    they are known secrets of the experiment (a summary quoting the access token of the same result).
+    """
+    # The document's own secrets are few: looked for with str.find beside the experiment's matcher.
+    return _redact(value, sensitive, known, frozenset(secrets_in(value, sensitive, parse_text=False)))
+
+
+def _redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None, own: frozenset[str]) -> Any:
+    if isinstance(value, str):
+        return _redact_text(value, sensitive, known, own)
     if isinstance(value, dict):
-        out = {k: (REDACTED if is_sensitive(str(k), sensitive) else redact(v, sensitive)) for k, v in value.items()}
+        out = {k: (REDACTED if is_sensitive(str(k), sensitive) else _redact(v, sensitive, known, own)) for k, v in value.items()}
         # A delta names its field in `path`, not as a key: {"path": "$.vault.api_key", "value": "sk-…"}.
         path = value.get("path")
         if isinstance(path, str) and "value" in out and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path)):
             out["value"] = REDACTED
         return out
-    if isinstance(value, list):
-        return [redact(item, sensitive) for item in value]
+    if isinstance(value, list | tuple):
+        return [_redact(item, sensitive, known, own) for item in value]
     return value
-
-
-_TEXT_FIELD = re.compile(r"""(?P<key>[*_"'`]*(?P<name>[A-Za-z_][\w-]*)[*_"'`]*\s*[:=]\s*)(?P<value>[^\n,}]+)""")
-
-
-def redact_text(text: str, sensitive: frozenset[str]) -> str:
-    """Mask the value of `key: value` / `**key**: value` / `"key": "value"` / `key=value` in free text."""
-
-    def mask(match: re.Match[str]) -> str:
-        if not is_sensitive(match.group("name"), sensitive):
-            return match.group(0)
-        return match.group("key") + REDACTED
-
-    return _TEXT_FIELD.sub(mask, text)
 
 
 def path_is_sensitive(segments: Iterable[str | int], sensitive: frozenset[str]) -> bool:
@@ -62,8 +379,225 @@ def path_is_sensitive(segments: Iterable[str | int], sensitive: frozenset[str]) 
     return any(isinstance(segment, str) and is_sensitive(segment, sensitive) for segment in segments)
 
 
-def redact_at(segments: Iterable[str | int], value: Any, sensitive: frozenset[str]) -> Any:
+def redact_at(segments: Iterable[str | int], value: Any, sensitive: frozenset[str], known: KnownSecrets | None = None) -> Any:
     """Redact a value found at a path: whole when the path itself is sensitive, else key by key."""
     if path_is_sensitive(segments, sensitive):
         return REDACTED
-    return redact(value, sensitive)
+    return redact(value, sensitive, known)
+
+
+# -- finding secrets -----------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
+_NOT_SECRETS = {"true", "false", "null", "none", "nil", "undefined", "redacted", "********"}
+
+
+def is_maskable(value: str) -> bool:
+    """Whether a value is worth masking wherever it appears (long enough, not a number, boolean or null)."""
+    text = value.strip()
+    return (
+        MIN_SECRET_LENGTH <= len(text) <= MAX_SECRET_LENGTH
+        and text.lower() not in _NOT_SECRETS
+        and REDACTED not in text
+        and not _NUMBER.fullmatch(text)
+    )
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _leaves(item)
+
+
+_QUOTED = re.compile(r"""\\*(["'])(.*?)\\*\1""")
+_LINE_VALUE = re.compile(r"""^(?:-[ \t]+)?(?:[\w"'.\-]+[ \t]*[:=]|(?i:bearer|basic|token|digest)[ \t])[ \t]*(.+)$""")
+_BARE = re.compile(r"""[:=][ \t]*([^\s"'{}\[\](),]+)""")
+
+
+def _span_values(span: str) -> Iterator[str]:
+    """The values inside a masked span: the span unquoted, or each quoted string/bare value of a structure."""
+    stripped = span.strip()
+    if stripped[:1] in _OPEN:
+        found = [m.group(2) for m in _QUOTED.finditer(stripped)]
+        yield from (v for v in found if v)
+        yield from (m.group(1) for m in _BARE.finditer(stripped))
+        return
+    unquoted = re.sub(r"""^\\*["'`]|\\*["'`]$""", "", stripped)
+    for line in unquoted.splitlines() if "\n" in unquoted else [unquoted]:
+        line = line.strip()
+        yield line
+        # `user: x` lines of a YAML block, and `Bearer x` / `Basic x` header values: the value part too.
+        part = _LINE_VALUE.match(line)
+        if part:
+            yield re.sub(r"""^\\*["'`]|\\*["'`]$""", "", part.group(1).strip())
+
+
+def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+        try:
+            parsed = json.loads(stripped)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict | list):
+            yield from secrets_in(parsed, sensitive)
+            return
+    hint = _key_hint(sensitive)
+    if hint is not None and hint.search(text):
+        for start, end in _key_spans(text, sensitive):
+            yield from _span_values(text[start:end])
+    for start, end in _pattern_spans(text):
+        yield text[start:end].strip()
+
+
+def secrets_in(value: Any, sensitive: frozenset[str], *, parse_text: bool = True) -> set[str]:
+    """Values `value` holds under sensitive keys (JSON keys, delta paths, and with parse_text free-text shapes)."""
+    found: set[str] = set()
+    _collect(value, sensitive, found, parse_text)
+    return {v for v in found if is_maskable(v)}
+
+
+def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text: bool) -> None:
+    if isinstance(value, str):
+        if parse_text:
+            found.update(_text_secrets(value, sensitive))
+    elif isinstance(value, dict):
+        path = value.get("path")
+        path_hit = isinstance(path, str) and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path))
+        for key, item in value.items():
+            if is_sensitive(str(key), sensitive) or (path_hit and key == "value"):
+                found.update(leaf.strip() for leaf in _leaves(item))
+                if parse_text:
+                    for leaf in _leaves(item):
+                        found.update(_text_secrets(leaf, sensitive))
+            else:
+                _collect(item, sensitive, found, parse_text)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _collect(item, sensitive, found, parse_text)
+
+
+def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
+    """Values free text holds under sensitive keys or in a secret's form (what a daily log teaches)."""
+    return {v for v in _text_secrets(text, sensitive) if is_maskable(v)}
+
+
+def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
+    """A one-pass test of a serialized document: False means `secrets_in` would find nothing in it."""
+    hint = _key_hint(sensitive)
+    return bool((hint is not None and hint.search(serialized)) or _PATTERN_HINT.search(serialized))
+
+
+# -- known secrets -------------------------------------------------------------------------------------------
+
+try:  # Aho-Corasick in C: one pass over a text whatever the number of secrets
+    import ahocorasick
+except ImportError:  # pragma: no cover - the trie regex below does the same, slower with many secrets
+    ahocorasick = None
+
+
+def _trie_regex(words: Iterable[str]) -> str:
+    """One alternation regex for many literal strings, as a trie (the fallback without pyahocorasick)."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        branches = []
+        for char, child in sorted(node.items()):
+            if not char:
+                continue
+            run = re.escape(char)
+            while len(child) == 1 and "" not in child:  # a chain without branches: one literal, no recursion
+                ((char, child),) = child.items()
+                run += re.escape(char)
+            branches.append(run + build(child))
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        # Longest match first: a word that is a prefix of another is optional after it.
+        return f"(?:{body})?" if "" in node else body
+
+    return build(trie)
+
+
+@lru_cache(maxsize=256)
+def _compile(forms: frozenset[str]) -> Any:
+    if ahocorasick is not None:
+        automaton = ahocorasick.Automaton()
+        for form in forms:
+            automaton.add_word(form, len(form))
+        automaton.make_automaton()
+        return automaton
+    return re.compile(_trie_regex(forms))
+
+
+def escaped_forms(value: str) -> set[str]:
+    """How a value looks once it is in an HTML page, a JSON answer or a URL."""
+    forms = {value, html.escape(value), html.escape(value, quote=False), json.dumps(value)[1:-1],
+             json.dumps(value, ensure_ascii=False)[1:-1], quote(value, safe=""), quote_plus(value)}  # fmt: skip
+    forms |= {html.escape(form) for form in list(forms)}
+    return {form for form in forms if form}
+
+
+@dataclass(frozen=True)
+class KnownSecrets:
+    """The known secrets of one experiment with one precompiled matcher (one pass over each text)."""
+
+    values: frozenset[str] = frozenset()
+    escaped: bool = False
+    _matcher: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def empty(cls) -> KnownSecrets:
+        return _EMPTY
+
+    @classmethod
+    def of(cls, values: Iterable[str], *, escaped: bool = False) -> KnownSecrets:
+        """A matcher for `values`; with escaped=True also their HTML/JSON/URL-escaped forms (for rendered output)."""
+        kept = frozenset(v.strip() for v in values if is_maskable(v))
+        if not kept:
+            return _EMPTY
+        forms = set().union(*(escaped_forms(v) for v in kept)) if escaped else set(kept)
+        return cls(kept, escaped, _compile(frozenset(forms)))
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """Where known secrets occur in text (possibly overlapping; callers merge)."""
+        if self._matcher is None or not text:
+            return
+        if isinstance(self._matcher, re.Pattern):
+            for match in self._matcher.finditer(text):
+                if match.end() > match.start():
+                    yield match.span()
+            return
+        for end, length in self._matcher.iter(text):
+            yield end + 1 - length, end + 1
+
+    def mask(self, text: str) -> str:
+        """Every occurrence of a known secret replaced by REDACTED (one pass)."""
+        if self._matcher is None or not text:
+            return text
+        spans = _merge(self.spans(text))
+        if not spans:
+            return text
+        out, last = [], 0
+        for start, end in spans:
+            out.append(text[last:start])
+            out.append(REDACTED)
+            last = end
+        out.append(text[last:])
+        return "".join(out)
+
+
+_EMPTY = KnownSecrets()

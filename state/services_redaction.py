@@ -1,12 +1,19 @@
-"""Which fields are sensitive for an experiment: its protocol's sensitive_fields plus the global list."""
+"""The one redaction step on every way out: key, shape, pattern and known-value masking for an experiment.
+
+`redact_for(experiment, value)` for JSON-like values and `redact_text_for(experiment, text)` for free text are
+what every page, fragment, frame, API answer, search result, export and log line calls. `mask_output_for` is
+the last-line net over rendered output (HTML, JSON): known secrets in their escaped forms too.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
-from state.redaction import redact, sensitive_set
+from state.redaction import KnownSecrets, redact, redact_at, redact_text, sensitive_set
+from state.secrets import known_secrets_for
 
 
 def sensitive_fields_for(experiment: Any) -> frozenset[str]:
@@ -29,12 +36,64 @@ def contract_sensitive_fields(protocol: dict[str, Any]) -> list[str]:
 
 
 def redact_for(experiment: Any, value: Any) -> Any:
-    """Redact `value` with the experiment's sensitive fields (what every way out must call)."""
-    return redact(value, sensitive_fields_for(experiment))
+    """Redact `value` for the experiment: sensitive keys at any depth, every string leaf as free text."""
+    return redact(value, sensitive_fields_for(experiment), known_secrets_for(experiment.pk))
 
 
 def redact_text_for(experiment: Any, text: str) -> str:
     """Redact free text (logs, search content, snippets, prompts) for the experiment: the one text way out."""
-    from state.redaction import redact_text
+    return redact_text(text, sensitive_fields_for(experiment), known_secrets_for(experiment.pk))
 
-    return redact_text(text, sensitive_fields_for(experiment))
+
+def mask_output_for(experiment: Any, rendered: str) -> str:
+    """The last-line net over rendered output: every known secret, also HTML/JSON/URL-escaped, masked."""
+    return known_secrets_for(experiment.pk, escaped=True).mask(rendered)
+
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """The experiment's masks resolved once, for loops over many rows (one matcher look-up, not one per row)."""
+
+    sensitive: frozenset[str]
+    known: KnownSecrets
+
+    def value(self, value: Any) -> Any:
+        return redact(value, self.sensitive, self.known)
+
+    def text(self, text: str) -> str:
+        return redact_text(text, self.sensitive, self.known)
+
+    def at(self, segments: Any, value: Any) -> Any:
+        """A value found at a path: whole when the path itself is sensitive, else as `value`."""
+        return redact_at(segments, value, self.sensitive, self.known)
+
+
+def redactor_for(experiment: Any) -> Redactor:
+    """The same masks as redact_for / redact_text_for, resolved once for many calls."""
+    return Redactor(sensitive_fields_for(experiment), known_secrets_for(experiment.pk))
+
+
+# -- the response net: which experiments a request reads, so every answer is value-masked for them -------------
+
+
+def mark_in_scope(request: Any, experiment: Any) -> None:
+    """Note that this request reads `experiment`: its answer passes the experiment's known-secret net."""
+    scoped = getattr(request, "awp_redaction_scope", None)
+    if scoped is None:
+        scoped = request.awp_redaction_scope = {}
+    scoped[experiment.pk] = experiment
+
+
+def mark_revealed(request: Any) -> None:
+    """An owner's audited reveal: this answer shows sensitive values on purpose (the net leaves it alone)."""
+    request.awp_revealed = True
+
+
+def mask_response_text(request: Any, body: str) -> str:
+    """The body masked for every experiment the request read (unless it is an audited reveal)."""
+    if getattr(request, "awp_revealed", False):
+        return body
+    for experiment in getattr(request, "awp_redaction_scope", {}).values():
+        body = mask_output_for(experiment, body)
+    return body

@@ -13,10 +13,15 @@ from state.config import state_settings
 from state.deltas import rules_checked
 from state.models import RevealAudit
 from state.paths import Segment, format_path, parse_path
-from state.redaction import REDACTED, redact_at
+from state.redaction import REDACTED
 from state.replay import DiffEntry
 from state.rounds import DeltaRecord, RoundReport
-from state.services_redaction import redact_for, redact_text_for, sensitive_fields_for
+from state.services_redaction import (
+    mark_revealed,
+    redact_for,
+    redact_text_for,
+    redactor_for,
+)
 
 
 def redact_state(experiment: Experiment, state: dict[str, Any]) -> dict[str, Any]:
@@ -27,6 +32,8 @@ def redact_state(experiment: Experiment, state: dict[str, Any]) -> dict[str, Any
 def audit_reveal(*, user: Any, run: Run, seq: int, where: str, request: HttpRequest | None = None, path: str = "") -> RevealAudit:
     """Record that an owner saw sensitive values unredacted."""
     addr = request.META.get("REMOTE_ADDR", "") if request is not None else ""
+    if request is not None:
+        mark_revealed(request)  # the owner's audited reveal passes the response net unmasked
     return RevealAudit.objects.create(user=user, run=run, seq=seq, where=where, path=path, remote_addr=addr[:64])
 
 
@@ -66,11 +73,11 @@ def redact_diff(experiment: Experiment, entries: list[DiffEntry], *, reveal: boo
     """Diff entries with sensitive values masked (the whole value when the path itself is sensitive)."""
     if reveal:
         return entries
-    sensitive = sensitive_fields_for(experiment)
+    redactor = redactor_for(experiment)
     out = []
     for entry in entries:
         segments = parse_path(entry.path)
-        out.append(DiffEntry(entry.op, entry.path, redact_at(segments, entry.old, sensitive), redact_at(segments, entry.new, sensitive)))
+        out.append(DiffEntry(entry.op, entry.path, redactor.at(segments, entry.old), redactor.at(segments, entry.new)))
     return out
 
 

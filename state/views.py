@@ -13,7 +13,6 @@ from experiments.access import experiment_view
 from experiments.models import Experiment, Membership, Run, role_at_least
 from state.config import state_settings
 from state.paths import PathError, format_path, parse_path
-from state.redaction import redact_at
 from state.replay import diff
 from state.rounds import settled_from
 from state.rounds_chart import changes_chart
@@ -26,7 +25,7 @@ from state.services import (
     state_changes_around,
     view_as,
 )
-from state.services_redaction import redact_for, sensitive_fields_for
+from state.services_redaction import redact_for, redactor_for
 from state.viewing import audit_reveal, event_at, redact_diff, rounds_out, tree
 
 
@@ -119,10 +118,12 @@ def history_context(run: Run, raw_path: str, *, reveal: bool) -> dict[str, Any]:
         path = format_path(parse_path(raw_path))
     except PathError as exc:
         return {"history_path": raw_path, "history": [], "history_error": str(exc)}
-    sensitive = sensitive_fields_for(run.experiment)
+    redactor = redactor_for(run.experiment)
     rows = path_history(run=run, path=path)
     for row in rows:
-        row.shown_value = row.written_value if reveal else redact_at(parse_path(row.path), row.written_value, sensitive)
+        row.shown_value = row.written_value if reveal else redactor.at(parse_path(row.path), row.written_value)
+        if not reveal:
+            row.provenance = redactor.value(row.provenance)  # display copy only: never saved
     return {"history_path": path, "history": rows, "history_error": ""}
 
 

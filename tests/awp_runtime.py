@@ -64,6 +64,7 @@ class Script:
     open_questions: list[str] = field(default_factory=lambda: ["Is 42 also a pronic number?"])
     extra_fields: dict[str, Any] = field(default_factory=dict)
     delay_s: float = 0.0
+    shapes: bool = False  # workers and DAG agents hand out SHAPED_SECRETS in every shape (see below)
 
 
 def _text(messages: list[dict[str, Any]]) -> str:
@@ -135,8 +136,11 @@ class FakeLLM:
         dag = _DAG_MARK.search(everything)
         if dag:
             name = dag.group(1)
-            return "dag_agent", {"content": json.dumps(DAG_ANSWERS.get(name) or {**GENERIC, "summary": f"{name} did its part."})}
+            answers = SHAPED_DAG_ANSWERS if script.shapes else DAG_ANSWERS
+            return "dag_agent", {"content": json.dumps(answers.get(name) or {**GENERIC, "summary": f"{name} did its part."})}
         match = _WORKER_MARK.search(everything)
+        if match and script.shapes:
+            return "worker", self._shaped_worker_turn(body, messages)
         if match:
             return "worker", {"content": json.dumps(self._worker_result(int(match.group(1)), everything))}
         return "other", {"content": json.dumps(GENERIC)}
@@ -164,7 +168,7 @@ class FakeLLM:
                 {
                     "worker_id": worker,
                     "instructions": f"FAKEWORKER#{iteration}: collect facts about the number 42 (iteration {iteration}).",
-                    "tools_allowed": [],
+                    "tools_allowed": ["board.post", "board.read", "memory.write"] if script.shapes else [],
                     "output_contract": {"summary": "string", "confidence": "number"},
                 }
             ]
@@ -201,6 +205,16 @@ class FakeLLM:
             "final_result": {"summary": "FACT_SUB: 42 is a pronic number (6 x 7).", "confidence": 0.9},
         }
 
+    def _shaped_worker_turn(self, body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """A worker that handles credentials: a board post, then a memory note, then its result (tool calls)."""
+        offered = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+        done = sum(1 for m in messages if m.get("role") == "tool")
+        for step, (tool, arguments) in enumerate([("board_post", SHAPED_BOARD_POST), ("memory_write", SHAPED_MEMORY_WRITE)]):
+            if done == step and tool in offered:
+                call = {"id": f"call_{step}", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}
+                return {"content": None, "tool_calls": [call]}
+        return {"content": json.dumps(SHAPED_WORKER_RESULT)}
+
     def _worker_result(self, iteration: int, everything: str) -> dict[str, Any]:
         script = self.script
         if script.delay_s:
@@ -217,6 +231,71 @@ class FakeLLM:
             "confidence": confidence,
             **script.extra_fields,
         }
+
+
+# -- secrets in every shape (Script(shapes=True)) ------------------------------------------------------------
+# Each value reaches the run folder in its own shape; a viewer or a read token must never see any of them.
+SHAPED_SECRETS = {
+    "nested_key": "SHAPED-nested-7c1f",  # api_key three levels down, inside a list of dicts (board payload)
+    "bearer": "SHAPED-bearer-52aa",  # an HTTP Authorization header line inside a text field
+    "dsn": "SHAPED-dsn-0e93",  # the password of a connection URL, in prose
+    "env": "SHAPED-env-d4b8",  # `export AWS_SECRET_ACCESS_KEY=...` in a multi-line string
+    "quoted": "SHAPED-quoted-1b6e",  # under `password` on the board, then quoted in a later summary
+    "repr": "SHAPED-repr-93fd",  # a Python dict repr in a memory note
+    "json_in_text": "SHAPED-jsontext-aa20",  # a JSON document serialized into a string field
+    "multiline": "SHAPED-clientsecret-4d21",  # `client_secret = ...` inside a multi-line build log
+    "prose_token": "SHAPED-prosetoken-8e07",  # under access_token, and quoted in a harmless summary
+    "notes_repr": "SHAPED-ownerpw-61c3",  # {'owner_password': ...} nested under a harmless key (repr bullet)
+}
+SHAPED_BOARD_POST = {
+    "topic": "credentials-check",
+    "payload": {
+        "services": [
+            {"name": "search", "auth": {"kind": "key", "config": {"api_key": SHAPED_SECRETS["nested_key"]}}},
+            {"name": "billing", "auth": {"kind": "none"}},
+        ],
+        "request_log": (
+            "GET /v1/items HTTP/1.1\nHost: api.example.test\n"
+            f"Authorization: Bearer {SHAPED_SECRETS['bearer']}\nAccept: application/json"
+        ),
+        "login": {"user": "svc-reader", "password": SHAPED_SECRETS["quoted"]},
+    },
+}
+SHAPED_MEMORY_WRITE = {
+    "content": "Worker note: connected with settings " + repr({"host": "db.internal", "secret": SHAPED_SECRETS["repr"], "port": 5432}),
+    "target": "daily",
+}
+SHAPED_WORKER_RESULT = {
+    "summary": (
+        f"FACT_SHAPES: 42 is even. Logged in as svc-reader with password {SHAPED_SECRETS['quoted']}; "
+        f"the warehouse answered at postgres://svc:{SHAPED_SECRETS['dsn']}@warehouse.internal:5432/facts."
+    ),
+    "setup_script": (
+        "#!/bin/sh\nexport AWS_REGION=eu-west-1\n"
+        f"export AWS_SECRET_ACCESS_KEY={SHAPED_SECRETS['env']}\npython collect.py --fast\n"
+    ),
+    "raw_config": json.dumps({"client": {"id": "c-17", "client_secret": SHAPED_SECRETS["json_in_text"]}}),
+    "findings": ["42 is even", "42 = 6 x 7"],
+    "confidence": 0.9,
+}
+# DAG agents: the runtime writes each result into data/state and into the daily log as `- **key**: value`
+# bullets with nested values as Python reprs.
+SHAPED_DAG_ANSWERS: dict[str, dict[str, Any]] = {
+    "researcher": {
+        "findings": ["42 is even", "42 = 6 x 7"],
+        "summary": f"Researched 42. The auth header uses {SHAPED_SECRETS['prose_token']} for now.",
+        "access_token": SHAPED_SECRETS["prose_token"],
+        "notes": {"owner_password": SHAPED_SECRETS["notes_repr"], "public": "the door code is not here"},
+        "build_log": f"step1 ok\nclient_secret = {SHAPED_SECRETS['multiline']}\nstep2 ok",
+        "confidence": 0.9,
+    },
+    "analyst": {
+        "analysis": "42 is a pronic number.",
+        "summary": "Analysed the findings.",
+        "services": [{"name": "search", "config": {"api_key": SHAPED_SECRETS["nested_key"]}}],
+        "confidence": 0.85,
+    },
+}
 
 
 GENERIC = {
@@ -244,6 +323,7 @@ def _handler_for(llm: FakeLLM) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             _kind, message = llm.decide(body)
             usage = {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
             if body.get("stream"):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -258,7 +338,7 @@ def _handler_for(llm: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 return
             self._send_json({
                 "id": "fake", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
-                "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
                 "usage": usage,
             })
 

@@ -16,10 +16,10 @@ import requests
 from django.core.management import call_command
 from django.test import Client
 
-from experiments.models import Digest, Experiment, Run
+from experiments.models import Experiment, Run
 from tests.awp_runtime import Script, run_dag, run_delegation_loop
 from tests.factories import PASSWORD, make_experiment, make_member, make_token
-from tests.security.crawl import crawl
+from tests.security.surfaces import session_cookie, surfaces_for_a_viewer, token_answers, websocket_frames
 
 pytestmark = [pytest.mark.interop, pytest.mark.django_db(transaction=True)]
 
@@ -101,6 +101,7 @@ def build_secret_experiment(tmp_path, fake_llm, ingest_url: str) -> tuple[Experi
     run_delegation_loop(tmp_path / "loop", fake_llm)
     call_command("awp_import", str(tmp_path / "loop"), "--experiment", experiment.slug, "--json", stdout=io.StringIO())
     token = make_token(experiment, ["ingest", "memory:read"])
+    call_command("awp_embed", "--experiment", experiment.slug, stdout=io.StringIO(), stderr=io.StringIO())
     response = requests.post(
         ingest_url, json={"run_id": PUSH_RUN, "events": pushed_events()}, headers={"Authorization": f"Bearer {token}"}, timeout=30
     )
@@ -115,79 +116,6 @@ def build_secret_experiment(tmp_path, fake_llm, ingest_url: str) -> tuple[Experi
     return experiment, viewer, token
 
 
-def api_bodies(client: Client, experiment: Experiment) -> dict[str, str]:
-    """Every GET of the OpenAPI schema with its parameters filled from the experiment, plus the read POSTs."""
-    schema = client.get("/api/v1/openapi.json").json()
-    runs = list(Run.objects.filter(experiment=experiment))
-    shas = list(Digest.objects.filter(experiment=experiment).values_list("sha", flat=True))
-    from memory.curation.models import Proposal
-
-    proposals = list(Proposal.objects.filter(experiment=experiment).values_list("pk", flat=True))
-    values: dict[str, list[Any]] = {
-        "slug": [experiment.slug],
-        "run_id": [r.run_id for r in runs],
-        "sha": shas[:10],
-        "proposal_id": proposals[:5],
-    }
-    bodies: dict[str, str] = {}
-    for path, ops in schema["paths"].items():
-        if "get" not in ops:
-            continue
-        names = re.findall(r"{(\w+)}", path)
-        urls = [path]
-        for name in names:
-            urls = [u.replace("{" + name + "}", str(v)) for u in urls for v in values.get(name, [])]
-        for url in urls:
-            # Extra parameters a curious viewer might try: reveal flags are not theirs to use.
-            full = url.replace("/api/v1", "", 0)
-            response = client.get(f"{full}?after=0&limit=1000&reveal=1&reveal_sensitive=true")
-            bodies[f"GET {url}"] = f"{response.status_code} {response.content.decode()}"
-    posts = [
-        ("memory/search", {"query": "api_key vault password", "mode": "keyword", "max_results": 50}),
-        ("memory/search", {"query": "", "mode": "agent_filter", "agent_filter": ["researcher", "vault_worker", "fact_collector"], "max_results": 50}),
-        ("memory/read", {"target": "long_term"}),
-        ("memory/read", {"target": "dates"}),
-        ("memory/prior", {}),
-    ]
-    posts += [("board/read", {"run_id": r.run_id}) for r in runs]
-    posts += [("digest/fetch", {"sha": sha}) for sha in shas[:10]]
-    for action, payload in posts:
-        url = f"/api/v1/experiments/{experiment.slug}/{action}"
-        response = client.post(url, data=json.dumps(payload), content_type="application/json")
-        bodies[f"POST {url} {payload}"] = f"{response.status_code} {response.content.decode()}"
-    return bodies
-
-
-async def websocket_frames(base_url: str, cookie: str, run_pks: list[int], push: Any) -> list[str]:
-    """Open a socket per run from seq 0, push one more secret while they are open, collect every frame."""
-    import websockets
-
-    frames: list[str] = []
-    headers = {"Cookie": cookie, "Origin": base_url}
-
-    async def follow(pk: int) -> None:
-        url = base_url.replace("http", "ws") + f"/ws/runs/{pk}/?after=0"
-        async with websockets.connect(url, additional_headers=headers, open_timeout=10) as socket:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 6
-            while loop.time() < deadline:
-                try:
-                    frame = await asyncio.wait_for(socket.recv(), timeout=max(0.1, deadline - loop.time()))
-                except (TimeoutError, websockets.ConnectionClosed):
-                    break
-                frames.append(str(frame))
-                mark = re.search(r'data-frame="(\d+)"', str(frame))
-                if mark:
-                    await socket.send(json.dumps({"ack": int(mark.group(1))}))
-
-    async def push_later() -> None:
-        await asyncio.sleep(1.5)
-        await asyncio.to_thread(push)
-
-    await asyncio.gather(*(follow(pk) for pk in run_pks), push_later())
-    return frames
-
-
 def test_a_viewer_never_sees_a_secret_anywhere(tmp_path, fake_llm, live_server_factory):
     server = live_server_factory()
     experiment, viewer, token = build_secret_experiment(tmp_path, fake_llm, f"{server.url}/api/v1/ingest")
@@ -196,17 +124,14 @@ def test_a_viewer_never_sees_a_secret_anywhere(tmp_path, fake_llm, live_server_f
 
     browser = Client()
     assert browser.login(username=viewer.username, password=PASSWORD)
-    starts = ["/", experiment.get_absolute_url()] + [run.get_absolute_url() for run in runs]
-    seen = crawl(browser, starts, max_pages=600)
-    assert not seen.errors(), seen.errors()
-    assert len(seen.bodies) >= 20 + 5 * len(runs), sorted(seen.bodies)
+    # Every page and fragment, searches in every mode, every memory sub-tab, the State tab at every seq, every
+    # API read; then the same reads and searches with a memory:read token.
+    bodies = surfaces_for_a_viewer(browser, experiment, runs)
+    assert len(bodies) >= 20 + 5 * len(runs), sorted(bodies)
+    assert any("vault_worker" in body for body in bodies.values())  # the crawl saw the pushed run
+    bodies.update(token_answers(experiment, token))
     # Every surface is checked before failing, so one report names every leak.
-    leaks: dict[str, list[str]] = {}
-    leaks.update({f"page {url}": LEAK.findall(body) for url, body in seen.bodies.items() if LEAK.search(body)})
-
-    api = api_bodies(browser, experiment)
-    assert any("vault_worker" in body for body in api.values())  # the crawl saw the pushed run
-    leaks.update({f"api {url}": LEAK.findall(body) for url, body in api.items() if LEAK.search(body)})
+    leaks: dict[str, list[str]] = {where: LEAK.findall(body) for where, body in bodies.items() if LEAK.search(body)}
 
     def push_live() -> None:
         event = {
@@ -223,15 +148,7 @@ def test_a_viewer_never_sees_a_secret_anywhere(tmp_path, fake_llm, live_server_f
             timeout=30,
         ).raise_for_status()
 
-    login = requests.Session()
-    login.get(f"{server.url}/login/")
-    login.post(
-        f"{server.url}/login/",
-        data={"username": viewer.username, "password": PASSWORD, "csrfmiddlewaretoken": login.cookies["csrftoken"]},
-        headers={"Referer": f"{server.url}/login/"},
-    )
-    cookie = "; ".join(f"{k}={v}" for k, v in login.cookies.items())
-    assert "sessionid" in cookie
+    cookie = session_cookie(server.url, viewer)
     frames = asyncio.run(websocket_frames(server.url, cookie, [r.pk for r in runs], push_live))
     assert len(frames) >= len(runs), "every run socket sends its history from seq 0"
     assert any("Rotated." in f for f in frames), "the live push arrived over the socket"

@@ -1,0 +1,134 @@
+"""Known secrets of an experiment: learnt where data enters, turned into one cached matcher per experiment.
+
+Every value seen under a sensitive key (ledger events through the projector below, memory text through
+`memory.chunks.upsert_chunk`) is stored once in `KnownSecret`, a table no view, API, admin page or export reads.
+`known_secrets_for` compiles them into one trie regex per experiment and process, and recompiles only when the
+experiment's rows changed (one indexed count per call; ids are never reused, so count + max id is exact).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection
+
+from state.models import KnownSecret
+from state.redaction import KnownSecrets, is_maskable, may_hold_secrets, secrets_in, text_secrets
+
+if TYPE_CHECKING:
+    from experiments.models import Event, Run
+    from experiments.projections import ProjectionContext
+
+_lock = threading.Lock()
+# experiment id -> ((count, max id), plain matcher, matcher of escaped forms or None until first asked)
+_cache: dict[int, tuple[tuple[int, int], KnownSecrets, KnownSecrets | None]] = {}
+
+
+# Called with (experiment_id, new values) after new secrets were stored: derivatives stored earlier (memory
+# chunks) are masked again. Registered by apps that keep text derived from the ledger.
+_on_learnt: list[Callable[[int, list[str]], None]] = []
+
+
+def on_new_secrets(callback: Callable[[int, list[str]], None]) -> None:
+    """Register a callback for newly learnt secrets (idempotent)."""
+    if callback not in _on_learnt:
+        _on_learnt.append(callback)
+
+
+def learn_secrets(*, experiment_id: int, values: Iterable[str]) -> int:
+    """Store values as known secrets of the experiment (each once); returns how many were new."""
+    rows = {}
+    for value in values:
+        text = value.strip()
+        if is_maskable(text):
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            rows[digest] = KnownSecret(experiment_id=experiment_id, digest=digest, value=text)
+    if not rows:
+        return 0
+    known = set(KnownSecret.objects.filter(experiment_id=experiment_id, digest__in=list(rows)).values_list("digest", flat=True))
+    new = [row for digest, row in rows.items() if digest not in known]
+    if new:
+        KnownSecret.objects.bulk_create(new, ignore_conflicts=True)
+        for callback in _on_learnt:
+            callback(experiment_id, [row.value for row in new])
+    return len(new)
+
+
+def learn_from_text(*, experiment: Any, text: str) -> None:
+    """Learn what free text (a daily log, a note, MEMORY.md) holds under sensitive keys or in a secret's form."""
+    from state.services_redaction import sensitive_fields_for
+
+    if text:
+        learn_secrets(experiment_id=experiment.pk, values=text_secrets(text, sensitive_fields_for(experiment)))
+
+
+def learn_from_events(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
+    """Projector: learn every value under a sensitive key of the batch's payloads (state, results, board, tools)."""
+    from state.services_redaction import sensitive_fields_for
+
+    sensitive = sensitive_fields_for(run.experiment)
+    found: set[str] = set()
+    for event in events:
+        payload = event.payload
+        # One C-speed pass over the serialized payload first: most events name no sensitive key at all.
+        if may_hold_secrets(json.dumps(payload, ensure_ascii=False, default=str), sensitive):
+            found |= secrets_in(payload, sensitive)
+    if found:
+        learn_secrets(experiment_id=run.experiment_id, values=found)
+
+
+def known_secrets_for(experiment_id: int, *, escaped: bool = False) -> KnownSecrets:
+    """The experiment's known secrets as one matcher; escaped=True also matches their HTML/JSON/URL forms."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), coalesce(max(id), 0) FROM state_knownsecret WHERE experiment_id = %s", [experiment_id])
+        count, top = cursor.fetchone()
+    stamp = (int(count), int(top))
+    cached = _cache.get(experiment_id)
+    if cached is None or cached[0] != stamp:
+        values = list(KnownSecret.objects.filter(experiment_id=experiment_id).values_list("value", flat=True))
+        cached = (stamp, KnownSecrets.of(values), None)
+        with _lock:
+            _cache[experiment_id] = cached
+    if not escaped:
+        return cached[1]
+    if cached[2] is None:
+        cached = (cached[0], cached[1], KnownSecrets.of(cached[1].values, escaped=True))
+        with _lock:
+            _cache[experiment_id] = cached
+    return cached[2]
+
+
+def forget_cache() -> None:
+    """Drop every compiled matcher (tests that reuse experiment ids across databases)."""
+    with _lock:
+        _cache.clear()
+
+
+def learn_from_history(*, experiment: Any, chunk: int = 2000) -> int:
+    """Learn the known secrets of data stored before this step existed: the ledger and the memory texts.
+
+    Ingest learns as data arrives; this is for a database upgraded from an older version (awp_learn_secrets).
+    """
+    from experiments.models import Event
+    from memory.models import MemoryDocument, MemoryEntry, Note
+    from state.services_redaction import sensitive_fields_for
+
+    sensitive = sensitive_fields_for(experiment)
+    found: set[str] = set()
+    after = 0
+    while True:
+        rows = list(Event.objects.filter(run__experiment=experiment, pk__gt=after).order_by("pk").values_list("pk", "payload")[:chunk])
+        if not rows:
+            break
+        for _, payload in rows:
+            if may_hold_secrets(json.dumps(payload, ensure_ascii=False, default=str), sensitive):
+                found |= secrets_in(payload, sensitive)
+        after = rows[-1][0]
+    for model in (MemoryEntry, MemoryDocument, Note):
+        for text in model.objects.filter(experiment=experiment).values_list("content", flat=True).iterator():
+            found |= text_secrets(text, sensitive)
+    return learn_secrets(experiment_id=experiment.pk, values=found)
