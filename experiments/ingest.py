@@ -1,6 +1,10 @@
 """The one ingest path: append events to a run's ledger with gap-free seqs, project them, announce the head.
 
 Both sources (the AWP folder watcher/importer and the HTTP push API) end here.
+
+Set-based: one lookup of the batch's dedupe keys (one array parameter), one COPY of the new rows, one UPDATE
+of the run's head, and each projector called once with its events. Per event there is only the Python that
+builds the COPY line and the in-memory Event the projectors read, both in the same pass.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from experiments.projections import IngestRefused, ProjectionContext, project
 # One event type from the folder readers to the ledger: EventSpec is pure (no Django), so the readers can build it.
 EventIn = EventSpec
 
+# The ledger columns ingest writes, in COPY order; `_copy_line` emits one field per name, in this order.
+LEDGER_COLUMNS = ("run_id", "seq", "kind", "agent_id", "iteration", "depth", "occurred_at", "recorded_at", "payload", "dedupe_key")
+
 
 @dataclass
 class AppendResult:
@@ -40,45 +47,51 @@ def append_events(run: Run, events: list[EventIn], *, ctx: ProjectionContext | N
     Projectors may raise IngestRefused (strict mode): the whole append rolls back.
     """
     with transaction.atomic():
-        return _append_locked(run, events, ctx or ProjectionContext())
+        if events:
+            # The run row lock serialises writers of one run, so seqs stay gap-free and never collide.
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT last_seq FROM experiments_run WHERE id = %s FOR UPDATE", [run.pk])
+                run.last_seq = cursor.fetchone()[0]
+        return append_locked(run, events, ctx=ctx or ProjectionContext())
 
 
-def _append_locked(run: Run, events: list[EventIn], ctx: ProjectionContext) -> AppendResult:
+def lock_run(experiment_id: int, run_id: str) -> Run | None:
+    """The run `run_id` of an experiment, its row locked for this transaction (None when there is none)."""
+    # Raw SQL: the ORM's query compilation costs more than the query on the one-event push path.
+    found = Run.objects.raw("SELECT * FROM experiments_run WHERE experiment_id = %s AND run_id = %s FOR UPDATE", [experiment_id, run_id])
+    return next(iter(found), None)
+
+
+def append_locked(run: Run, events: list[EventIn], *, ctx: ProjectionContext) -> AppendResult:
+    """append_events for a caller that holds the run's row lock in its open transaction (run.last_seq is current)."""
     if not events:
         return AppendResult(seqs=[], new_events=[])
-    # The run row lock serialises writers of one run, so seqs stay gap-free and never collide.
-    head = Run.objects.select_for_update().values_list("last_seq", flat=True).get(pk=run.pk)
-    existing = _existing_seqs(run.pk, list({event.dedupe_key for event in events}))
+    assert connection.in_atomic_block, "append_locked runs inside the transaction that locked the run"
+    head = run.last_seq
+    seen = _existing_seqs(run.pk, list({event.dedupe_key for event in events}))
     now = timezone.now()
+    recorded = now.isoformat().encode()
+    run_field = str(run.pk).encode()
     fresh: list[Event] = []
+    lines: list[bytes] = []
     seqs: list[int] = []
-    seen: dict[str, int] = dict(existing)
     for event in events:
-        if event.dedupe_key in seen:
-            seqs.append(seen[event.dedupe_key])
+        known = seen.get(event.dedupe_key)
+        if known is not None:
+            seqs.append(known)
             continue
         head += 1
         seen[event.dedupe_key] = head
         seqs.append(head)
         payload, data = _storable(event, ctx)
-        fresh.append(
-            _event_row(
-                run_id=run.pk,
-                seq=head,
-                kind=event.kind,
-                agent_id=event.agent_id,
-                iteration=event.iteration,
-                depth=event.depth,
-                occurred_at=event.occurred_at,
-                recorded_at=now,
-                payload=payload,
-                dedupe_key=event.dedupe_key,
-                _payload_json=data,
-            )
-        )
+        row = _event_row(run.pk, head, event, payload, now)
+        fresh.append(row)
+        lines.append(_copy_line(run_field, row, recorded, data))
     if fresh:
-        _bulk_insert(fresh)
-        Run.objects.filter(pk=run.pk).update(last_seq=head, updated_at=now)
+        with connection.cursor() as cursor:
+            with cursor.cursor.copy(f"COPY experiments_event ({', '.join(LEDGER_COLUMNS)}) FROM STDIN") as copy:
+                copy.write(b"\n".join(lines) + b"\n")
+            cursor.execute("UPDATE experiments_run SET last_seq = %s, updated_at = %s WHERE id = %s", [head, now, run.pk])
         run.last_seq = head
         project(run, fresh, ctx)
         experiment_id, run_pk = run.experiment_id, run.pk
@@ -99,10 +112,13 @@ def _storable(event: EventIn, ctx: ProjectionContext) -> tuple[dict[str, Any], b
         return kept, payload_json(kept)
 
 
-def _event_row(**fields: Any) -> Event:
+def _event_row(run_pk: int, seq: int, event: EventIn, payload: dict[str, Any], now: Any) -> Event:
     """An Event instance as if loaded from the database, without Model.__init__'s per-field work (hot path)."""
     row = Event.__new__(Event)
-    row.__dict__.update(fields, id=None)
+    row.__dict__.update(
+        id=None, run_id=run_pk, seq=seq, kind=event.kind, agent_id=event.agent_id, iteration=event.iteration,
+        depth=event.depth, occurred_at=event.occurred_at, recorded_at=now, payload=payload, dedupe_key=event.dedupe_key,
+    )  # fmt: skip
     row._state = ModelState()
     row._state.adding, row._state.db = False, "default"
     return row
@@ -111,48 +127,38 @@ def _event_row(**fields: Any) -> Event:
 def _existing_seqs(run_pk: int, keys: list[str]) -> dict[str, int]:
     """Seqs already stored for these dedupe keys (one array parameter: cheap even for 5,000 keys)."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT dedupe_key, seq FROM experiments_event WHERE run_id = %s AND dedupe_key = ANY(%s)", [run_pk, keys]
-        )
+        cursor.execute("SELECT dedupe_key, seq FROM experiments_event WHERE run_id = %s AND dedupe_key = ANY(%s)", [run_pk, keys])
         return dict(cursor.fetchall())
 
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_NEEDS_ESCAPE = frozenset("\\\t\n\r")
 NULL = b"\\N"
 
 
 def _copy_text(value: str) -> bytes:
+    """A text field for COPY's text format (most values need no escaping: skip the translate then)."""
+    if _NEEDS_ESCAPE.isdisjoint(value):
+        return value.encode()
     return value.translate(_COPY_ESCAPES).encode()
 
 
-def _bulk_insert(rows: list[Event]) -> None:
-    """Insert ledger rows with one COPY in text format, built here (the fastest path Postgres has).
+def _copy_line(run_field: bytes, row: Event, recorded: bytes, payload: bytes) -> bytes:
+    """One COPY text-format line in LEDGER_COLUMNS order.
 
-    Rows are already deduplicated under the run lock. JSON text has no raw tabs or newlines, so a payload only
-    needs its backslashes doubled for COPY's text format.
+    JSON text has no raw tabs or newlines, so a payload only needs its backslashes doubled.
     """
-    lines = []
-    for row in rows:
-        occurred = row.occurred_at.isoformat().encode() if row.occurred_at else NULL
-        iteration = str(row.iteration).encode() if row.iteration is not None else NULL
-        payload = row.__dict__.pop("_payload_json")
-        lines.append(
-            b"\t".join(
-                (
-                    str(row.run_id).encode(),
-                    str(row.seq).encode(),
-                    _copy_text(row.kind),
-                    _copy_text(row.agent_id),
-                    iteration,
-                    str(row.depth).encode(),
-                    occurred,
-                    row.recorded_at.isoformat().encode(),
-                    payload.replace(b"\\", b"\\\\"),
-                    _copy_text(row.dedupe_key),
-                )
-            )
+    return b"\t".join(
+        (
+            run_field,
+            str(row.seq).encode(),
+            _copy_text(row.kind),
+            _copy_text(row.agent_id),
+            NULL if row.iteration is None else str(row.iteration).encode(),
+            str(row.depth).encode(),
+            NULL if row.occurred_at is None else row.occurred_at.isoformat().encode(),
+            recorded,
+            payload.replace(b"\\", b"\\\\") if b"\\" in payload else payload,
+            _copy_text(row.dedupe_key),
         )
-    columns = "run_id, seq, kind, agent_id, iteration, depth, occurred_at, recorded_at, payload, dedupe_key"
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY experiments_event ({columns}) FROM STDIN") as copy:
-            copy.write(b"\n".join(lines) + b"\n")
+    )
