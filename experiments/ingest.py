@@ -16,10 +16,10 @@ from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
 
-from awp_site.live import announce_run_advanced
+from awp_site.live import announce_run_advanced, run_advanced_statement
 from experiments.awp.events import EventSpec
 from experiments.jsonb import PayloadNotStorable, payload_json
-from experiments.models import Event, Run
+from experiments.models import Event, Run, from_row
 from experiments.projections import IngestRefused, ProjectionContext, project
 
 # One event type from the folder readers to the ledger: EventSpec is pure (no Django), so the readers can build it.
@@ -58,8 +58,12 @@ def append_events(run: Run, events: list[EventIn], *, ctx: ProjectionContext | N
 def lock_run(experiment_id: int, run_id: str) -> Run | None:
     """The run `run_id` of an experiment, its row locked for this transaction (None when there is none)."""
     # Raw SQL: the ORM's query compilation costs more than the query on the one-event push path.
-    found = Run.objects.raw("SELECT * FROM experiments_run WHERE experiment_id = %s AND run_id = %s FOR UPDATE", [experiment_id, run_id])
-    return next(iter(found), None)
+    fields = Run._meta.concrete_fields
+    columns = ", ".join(f'"{field.column}"' for field in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM experiments_run WHERE experiment_id = %s AND run_id = %s FOR UPDATE", [experiment_id, run_id])
+        row = cursor.fetchone()
+    return None if row is None else from_row(Run, fields, row)
 
 
 def append_locked(run: Run, events: list[EventIn], *, ctx: ProjectionContext) -> AppendResult:
@@ -70,10 +74,8 @@ def append_locked(run: Run, events: list[EventIn], *, ctx: ProjectionContext) ->
     head = run.last_seq
     seen = _existing_seqs(run.pk, list({event.dedupe_key for event in events}))
     now = timezone.now()
-    recorded = now.isoformat().encode()
-    run_field = str(run.pk).encode()
     fresh: list[Event] = []
-    lines: list[bytes] = []
+    payloads: list[bytes] = []
     seqs: list[int] = []
     for event in events:
         known = seen.get(event.dedupe_key)
@@ -86,17 +88,51 @@ def append_locked(run: Run, events: list[EventIn], *, ctx: ProjectionContext) ->
         payload, data = _storable(event, ctx)
         row = _event_row(run.pk, head, event, payload, now)
         fresh.append(row)
-        lines.append(_copy_line(run_field, row, recorded, data))
+        payloads.append(data)
     if fresh:
-        with connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY experiments_event ({', '.join(LEDGER_COLUMNS)}) FROM STDIN") as copy:
-                copy.write(b"\n".join(lines) + b"\n")
-            cursor.execute("UPDATE experiments_run SET last_seq = %s, updated_at = %s WHERE id = %s", [head, now, run.pk])
+        _write(run, fresh, payloads, head, now)
         run.last_seq = head
-        project(run, fresh, ctx)
+        project(run, fresh, ctx)  # after the write: projectors may read the ledger
+    return AppendResult(seqs=seqs, new_events=fresh)
+
+
+SMALL_BATCH = 20  # rows up to which one INSERT … VALUES beats COPY (COPY costs an extra round trip)
+
+
+def _write(run: Run, fresh: list[Event], payloads: list[bytes], head: int, now: Any) -> None:
+    """The new ledger rows, the run's new head and its announcement, in as few round trips as possible.
+
+    Small batches (the one-event push) go as one statement: INSERT and UPDATE as data-modifying CTEs, the
+    NOTIFY (delivered at commit) as its SELECT. Large batches COPY first, then the same statement without
+    the INSERT. With a layer other than Postgres NOTIFY, the announcement waits for on_commit.
+    """
+    notify = run_advanced_statement(run_id=run.pk, experiment_id=run.experiment_id, seq=head)
+    columns = ", ".join(LEDGER_COLUMNS)
+    ctes: list[str] = []
+    params: list[Any] = []
+    with connection.cursor() as cursor:
+        if len(fresh) <= SMALL_BATCH:
+            row_sql = "(" + ", ".join("%s::jsonb" if column == "payload" else "%s" for column in LEDGER_COLUMNS) + ")"
+            ctes.append(f"ledger AS (INSERT INTO experiments_event ({columns}) VALUES {', '.join([row_sql] * len(fresh))})")
+            params += [value for row, payload in zip(fresh, payloads, strict=True) for value in _insert_values(row, payload)]
+        else:
+            recorded, run_field = now.isoformat().encode(), str(run.pk).encode()
+            lines = [_copy_line(run_field, row, recorded, payload) for row, payload in zip(fresh, payloads, strict=True)]
+            with cursor.cursor.copy(f"COPY experiments_event ({columns}) FROM STDIN") as copy:
+                copy.write(b"\n".join(lines) + b"\n")
+        ctes.append("head AS (UPDATE experiments_run SET last_seq = %s, updated_at = %s WHERE id = %s)")
+        params += [head, now, run.pk]
+        final, final_params = notify if notify is not None else ("SELECT 1", [])
+        # Data-modifying CTEs always run, whatever the final SELECT reads.
+        cursor.execute(f"WITH {', '.join(ctes)} {final}", params + final_params)
+    if notify is None:
         experiment_id, run_pk = run.experiment_id, run.pk
         transaction.on_commit(lambda: announce_run_advanced(run_id=run_pk, experiment_id=experiment_id, seq=head))
-    return AppendResult(seqs=seqs, new_events=fresh)
+
+
+def _insert_values(row: Event, payload: bytes) -> list[Any]:
+    """One row's values in LEDGER_COLUMNS order, for the INSERT of a small batch."""
+    return [row.run_id, row.seq, row.kind, row.agent_id, row.iteration, row.depth, row.occurred_at, row.recorded_at, payload.decode(), row.dedupe_key]
 
 
 def _storable(event: EventIn, ctx: ProjectionContext) -> tuple[dict[str, Any], bytes]:

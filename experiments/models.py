@@ -282,8 +282,8 @@ class ApiToken(models.Model):
             row = cursor.fetchone()
         if row is None:
             return None
-        token = _from_row(cls, token_fields, row[: len(token_fields)])
-        token.experiment = _from_row(Experiment, experiment_fields, row[len(token_fields) :])
+        token = from_row(cls, token_fields, row[: len(token_fields)])
+        token.experiment = from_row(Experiment, experiment_fields, row[len(token_fields) :])
         return token
 
     @property
@@ -411,7 +411,10 @@ class WorkspaceFile(models.Model):
         return self.relpath
 
 
-def _from_row(model: Any, fields: Any, values: tuple[Any, ...]) -> Any:
-    """A model instance from a raw row in `fields` order, with each field's database converter applied (JSON…)."""
+def from_row(model: Any, fields: Any, values: tuple[Any, ...]) -> Any:
+    """A model instance from a raw row in `fields` order, with each field's database converter applied (JSON…).
+
+    For hot paths where building the query through the ORM costs more than running it.
+    """
     converted = [field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value for field, value in zip(fields, values, strict=True)]
     return model.from_db(connection.alias, [field.attname for field in fields], converted)
