@@ -39,7 +39,7 @@ class Command(BaseCommand):
             procs.append(subprocess.Popen([python, "manage.py", *command], preexec_fn=_default_signals))
         listener = bind_listener(options["host"], options["port"])
         workers = max(1, options["workers"])
-        daphne = [python, "-m", "daphne", "--fd", str(listener.fileno()), "awp_site.asgi:application"]
+        daphne = [python, "-m", "awp_site.daphne_worker", "--fd", str(listener.fileno()), "awp_site.asgi:application"]
         companions = list(procs)
         for _ in range(workers):
             procs.append(subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()]))
