@@ -42,11 +42,7 @@ class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
         client = request.META.get("REMOTE_ADDR", "?")
         check_rate(f"token-auth:{client}", limit=600, per_seconds=60)
-        found = (
-            ApiToken.objects.select_related("experiment", "user")
-            .filter(hashed_secret=ApiToken.hash_secret(token), revoked_at__isnull=True)
-            .first()
-        )
+        found = ApiToken.find_active(token)
         if found is None:
             check_rate(f"token-auth-fail:{client}", limit=30, per_seconds=60)
             return None

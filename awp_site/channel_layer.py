@@ -251,9 +251,13 @@ class PostgresNotifyLayer(BaseChannelLayer):
         """
         from django.db import connections
 
-        payload = encode(groups, message)
+        sql, params = self.notify_statement(groups, message)
         with connections[self.database_alias].cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [self.notify_channel, payload])
+            cursor.execute(sql, params)
+
+    def notify_statement(self, groups: list[str], message: dict[str, Any]) -> tuple[str, list[Any]]:
+        """The SQL that sends `message` to `groups`; run inside a transaction, it is delivered at commit."""
+        return "SELECT pg_notify(%s, %s)", [self.notify_channel, encode(groups, message)]
 
     async def flush(self) -> None:
         state = self._state()

@@ -99,19 +99,26 @@ if os.environ.get("DATABASE_URL"):
 else:
     DATABASES = {"default": start_embedded_server(AWP_DATA_DIR)}
     AWP_DATABASE_MODE = "embedded"
-DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("CONN_MAX_AGE", "0"))
+# Our backend: Django's PostgreSQL backend whose pool answers at once when Postgres is down (awp_site/backends/postgresql).
+DATABASES["default"]["ENGINE"] = "awp_site.backends.postgresql"
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-# Opt-in connection pool per process (psycopg_pool): under ASGI every concurrent request runs in its own
-# thread with its own connection, so 200 concurrent page loads open 200 connections ("too many clients").
-# With AWP_DB_POOL_MAX=N they share N and queue instead (tests/load/test_load_scenario.py).
-if int(os.environ.get("AWP_DB_POOL_MAX", "0")) > 0:
+# A psycopg connection pool per process, on by default (AWP_DB_POOL_MAX=0 turns it off): connections are
+# reused instead of opened per request (a new Postgres backend per request cost more than most pages), and
+# under ASGI, where every concurrent request runs in its own thread, N concurrent page loads share
+# AWP_DB_POOL_MAX connections and queue instead of opening N ("too many clients", tests/load).
+AWP_DB_POOL_MAX = int(os.environ.get("AWP_DB_POOL_MAX", "8"))
+# How long a request waits for a busy pool; a dead server is noticed within ~2 s (a 503, not this wait).
+AWP_DB_POOL_WAIT = float(os.environ.get("AWP_DB_POOL_TIMEOUT", "60"))
+if AWP_DB_POOL_MAX > 0:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps connections; Django must hand them back per request
     DATABASES["default"]["OPTIONS"] = {
         **DATABASES["default"].get("OPTIONS", {}),
-        # timeout: how long a request waits for a free connection (or for Postgres to come back) before a 503.
-        "pool": {"min_size": 1, "max_size": int(os.environ["AWP_DB_POOL_MAX"]), "timeout": float(os.environ.get("AWP_DB_POOL_TIMEOUT", "120"))},
+        "pool": {"min_size": 1, "max_size": AWP_DB_POOL_MAX, "timeout": 2.0},
     }
     # With a pool, Django turns CONN_HEALTH_CHECKS into the pool's check on checkout: after a Postgres restart
     # the dead connections are replaced instead of failing the next requests.
+else:
+    DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("CONN_MAX_AGE", "0"))
 # Concurrent test processes (helpers, CI retries) must never share a test database.
 DATABASES["default"]["TEST"] = {"NAME": f"test_awp_{os.getpid()}"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

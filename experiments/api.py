@@ -13,11 +13,10 @@ from ninja import Field, Query, Router, Schema
 
 from awp_site.apierrors import ApiError
 from awp_site.auth import Caller, api_auth, authorize_experiment, experiment_for
-from experiments.ingest import EventIn, append_events
-from experiments.jsonb import PayloadNotStorable, payload_json
+from experiments.ingest import append_locked, lock_run
 from experiments.models import Digest, Event, Experiment, Run
 from experiments.projections import IngestRefused, ProjectionContext
-from experiments.pushed import ItemError, validate_batch
+from experiments.pushed import validate_batch
 from state.services_redaction import redact_for
 
 router = Router(tags=["experiments"], auth=api_auth)
@@ -91,38 +90,31 @@ def ingest(request: HttpRequest, body: IngestIn) -> dict[str, Any]:
     limit = settings.AWP_INGEST_MAX_BATCH
     if len(body.events) > limit:
         raise ApiError(413, "batch_too_large", f"A batch holds at most {limit} events; this one has {len(body.events)}.", max_batch=limit)
-    specs, errors = validate_batch(body.events)
-    if errors:
-        raise ApiError(422, "invalid_events", f"{len(errors)} event(s) were refused; nothing was stored.", errors=[e.as_dict() for e in errors])
-    events = []
-    for index, s in enumerate(specs):
-        try:
-            data = payload_json(s.payload)
-        except PayloadNotStorable as exc:
-            errors.append(ItemError(index, "invalid_payload", str(exc)))
-            continue
-        events.append(EventIn(s.kind, s.dedupe_key, s.payload, s.agent_id, s.iteration, s.depth, s.occurred_at, data, ts_source=s.ts_source))
+    events, errors = validate_batch(body.events)
     if errors:
         raise ApiError(422, "invalid_events", f"{len(errors)} event(s) were refused; nothing was stored.", errors=[e.as_dict() for e in errors])
     try:
         with transaction.atomic():
-            run = _run_for_batch(experiment, body.run_id, starts=any(s.kind == "run.start" for s in specs))
-            result = append_events(run, events, ctx=ProjectionContext(strict=True, source="api"))
+            run = _locked_run_for_batch(experiment, body.run_id, starts=any(e.kind == "run.start" for e in events))
+            result = append_locked(run, events, ctx=ProjectionContext(strict=True, source="api"))
     except IngestRefused as refused:
-        index = next((i for i, s in enumerate(specs) if s.dedupe_key == refused.dedupe_key), None)
+        index = next((i for i, e in enumerate(events) if e.dedupe_key == refused.dedupe_key), None)
         raise ApiError(422, refused.code, refused.message, errors=[{"index": index, "code": refused.code, "message": refused.message}]) from None
     return {"run_id": run.run_id, "seqs": result.seqs, "new": result.new_count, "last_seq": run.last_seq}
 
 
-def _run_for_batch(experiment: Experiment, run_id: str, *, starts: bool) -> Run:
-    run = Run.objects.filter(experiment=experiment, run_id=run_id).first()
+def _locked_run_for_batch(experiment: Experiment, run_id: str, *, starts: bool) -> Run:
+    """The batch's run with its row locked for this transaction (created by a batch that starts it)."""
+    run = lock_run(experiment.pk, run_id)
     if run is not None:
         return run
     if not starts:
         raise ApiError(404, "unknown_run", f"No run '{run_id}' in this experiment; start it with a run.start event.")
     # Concurrent first batches of one run: the unique constraint picks one row, everyone uses it.
     Run.objects.bulk_create([Run(experiment=experiment, run_id=run_id, engine="api")], ignore_conflicts=True)
-    return Run.objects.get(experiment=experiment, run_id=run_id)
+    run = lock_run(experiment.pk, run_id)
+    assert run is not None
+    return run
 
 
 # ---- reads ----------------------------------------------------------------------------------------

@@ -2,14 +2,16 @@
 
 Notify, then read: the channel layer only says "run R reached seq N"; a consumer reads the rows it has not
 sent from Postgres, renders them with the registered fragment renderers (redacted for its viewer) and sends
-one htmx out-of-band frame. Frames are coalesced (one per FRAME_INTERVAL), capped (FRAME_ROWS), and
-windowed: the page acknowledges each frame, and at most WINDOW frames are unacknowledged, so a slow
-browser never makes the server buffer more than WINDOW frames for it.
+one htmx out-of-band frame. Frames leave at once when the socket is idle (leading edge); what arrives while
+a frame is unacknowledged, or within the consumer's `frame_gap` of the last one, is coalesced into the next
+frame. Frames are capped (FRAME_ROWS) and windowed: the page acknowledges each frame, and at most WINDOW
+frames are unacknowledged, so a slow browser never makes the server buffer more than WINDOW frames for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -39,7 +41,7 @@ log = logging.getLogger(__name__)
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
-FRAME_INTERVAL = 0.1  # seconds between frames on one socket
+FRAME_INTERVAL = 0.1  # seconds: the longest a frame waits for the previous one's ack before it goes anyway
 FRAME_ROWS = 500  # ledger rows in one frame at most
 SAFETY_POLL_SECONDS = 5.0  # an idle socket re-reads the head from Postgres this often
 MAX_BEHIND = 2000  # further behind than this, the page gets a "load more" notice instead of rows
@@ -131,6 +133,10 @@ async def run_frame(run_pk: int, after: int, upto: int, viewer: Viewer) -> tuple
 class LiveConsumer(AsyncWebsocketConsumer):
     """Authentication, membership, the ack window and the coalescing pump; subclasses build frames."""
 
+    # Least time between two frames of one socket. Experiment pages and the list re-render per frame for each
+    # socket (no shared cache), so they keep one frame per FRAME_INTERVAL at most; run pages override it.
+    frame_gap = FRAME_INTERVAL
+
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale database connections before every message, which is a trip to the one sync
         # thread per ack and per notification: with 50 sockets that queue was most of the live latency.
@@ -198,12 +204,20 @@ class LiveConsumer(AsyncWebsocketConsumer):
                     # Notify, then read, with a safety net: a notification lost in a Redis or LISTEN hiccup
                     # costs this socket a few seconds, never a row.
                     self.on_resync()
+                # Coalesce only while a frame is in flight (or within frame_gap of the last one): an idle socket
+                # gets its frame at once, a busy one gets everything that arrived meanwhile in one frame.
                 while self.frames_sent - self.frames_acked >= WINDOW:
                     self.acked.clear()
                     await self.acked.wait()
-                delay = last_frame_at + FRAME_INTERVAL - loop.time()
+                if self.frames_sent > self.frames_acked:
+                    self.acked.clear()
+                    wait = last_frame_at + FRAME_INTERVAL - loop.time()
+                    if wait > 0:
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(self.acked.wait(), timeout=wait)
+                delay = last_frame_at + self.frame_gap - loop.time()
                 if delay > 0:
-                    await asyncio.sleep(delay)  # coalesce: everything arriving meanwhile joins this frame
+                    await asyncio.sleep(delay)
                 self.wake.clear()
                 if time.monotonic() - self.role_checked_at > ROLE_RECHECK_SECONDS:
                     self.role_checked_at = time.monotonic()
@@ -245,6 +259,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
 class RunConsumer(LiveConsumer):
     """/ws/runs/<run pk>/?after=<seq>: every event after `seq`, then each new one, as OOB fragments."""
+
+    # Run frames are rendered once per seq range for all sockets with the same view (run_frame), so a frame
+    # costs a send, not a render: a short gap. Not zero: with no gap at all, 50 sockets at 100 events/s on a
+    # starved machine sent 5× more frames than with 100 ms and fell far behind (bench/README.md, Live).
+    frame_gap = 0.03
 
     async def authorize(self, user: Any) -> int:
         run_pk = int(self.scope["url_route"]["kwargs"]["run_pk"])
@@ -294,6 +313,13 @@ class RunConsumer(LiveConsumer):
             self.notice_shown = True
             return _notice(behind), self.last_sent, False
         upto, body = await run_frame(self.run_pk, self.last_sent, min(head, self.last_sent + FRAME_ROWS), self.viewer)
+        # A socket that fell behind the others finds their chunks cached: one frame carries them all (coalescing
+        # while keeping the shared chunk boundaries), instead of one small frame per chunk.
+        while upto < head:
+            following = run_frames.get((self.run_pk, upto, self.viewer.role, self.viewer.reveal_sensitive))
+            if following is None or following[0] - self.last_sent > FRAME_ROWS:
+                break
+            upto, body = following[0], body + following[1]
         if self.notice_shown and upto >= head:
             body += '<div id="live-notice" hx-swap-oob="true" hidden></div>'
             self.notice_shown = False

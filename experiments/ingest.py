@@ -1,6 +1,10 @@
 """The one ingest path: append events to a run's ledger with gap-free seqs, project them, announce the head.
 
 Both sources (the AWP folder watcher/importer and the HTTP push API) end here.
+
+Set-based: one lookup of the batch's dedupe keys (one array parameter), one COPY of the new rows, one UPDATE
+of the run's head, and each projector called once with its events. Per event there is only the Python that
+builds the COPY line and the in-memory Event the projectors read, both in the same pass.
 """
 
 from __future__ import annotations
@@ -12,14 +16,17 @@ from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
 
-from awp_site.live import announce_run_advanced
+from awp_site.live import announce_run_advanced, run_advanced_statement
 from experiments.awp.events import EventSpec
 from experiments.jsonb import PayloadNotStorable, payload_json
-from experiments.models import Event, Run
+from experiments.models import Event, Run, from_row
 from experiments.projections import IngestRefused, ProjectionContext, project
 
 # One event type from the folder readers to the ledger: EventSpec is pure (no Django), so the readers can build it.
 EventIn = EventSpec
+
+# The ledger columns ingest writes, in COPY order; `_copy_line` emits one field per name, in this order.
+LEDGER_COLUMNS = ("run_id", "seq", "kind", "agent_id", "iteration", "depth", "occurred_at", "recorded_at", "payload", "dedupe_key", "ts_source")
 
 
 @dataclass
@@ -40,51 +47,92 @@ def append_events(run: Run, events: list[EventIn], *, ctx: ProjectionContext | N
     Projectors may raise IngestRefused (strict mode): the whole append rolls back.
     """
     with transaction.atomic():
-        return _append_locked(run, events, ctx or ProjectionContext())
+        if events:
+            # The run row lock serialises writers of one run, so seqs stay gap-free and never collide.
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT last_seq FROM experiments_run WHERE id = %s FOR UPDATE", [run.pk])
+                run.last_seq = cursor.fetchone()[0]
+        return append_locked(run, events, ctx=ctx or ProjectionContext())
 
 
-def _append_locked(run: Run, events: list[EventIn], ctx: ProjectionContext) -> AppendResult:
+def lock_run(experiment_id: int, run_id: str) -> Run | None:
+    """The run `run_id` of an experiment, its row locked for this transaction (None when there is none)."""
+    # Raw SQL: the ORM's query compilation costs more than the query on the one-event push path.
+    fields = Run._meta.concrete_fields
+    columns = ", ".join(f'"{field.column}"' for field in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM experiments_run WHERE experiment_id = %s AND run_id = %s FOR UPDATE", [experiment_id, run_id])
+        row = cursor.fetchone()
+    return None if row is None else from_row(Run, fields, row)
+
+
+def append_locked(run: Run, events: list[EventIn], *, ctx: ProjectionContext) -> AppendResult:
+    """append_events for a caller that holds the run's row lock in its open transaction (run.last_seq is current)."""
     if not events:
         return AppendResult(seqs=[], new_events=[])
-    # The run row lock serialises writers of one run, so seqs stay gap-free and never collide.
-    head = Run.objects.select_for_update().values_list("last_seq", flat=True).get(pk=run.pk)
-    existing = _existing_seqs(run.pk, list({event.dedupe_key for event in events}))
+    assert connection.in_atomic_block, "append_locked runs inside the transaction that locked the run"
+    head = run.last_seq
+    seen = _existing_seqs(run.pk, list({event.dedupe_key for event in events}))
     now = timezone.now()
     fresh: list[Event] = []
+    payloads: list[bytes] = []
     seqs: list[int] = []
-    seen: dict[str, int] = dict(existing)
     for event in events:
-        if event.dedupe_key in seen:
-            seqs.append(seen[event.dedupe_key])
+        known = seen.get(event.dedupe_key)
+        if known is not None:
+            seqs.append(known)
             continue
         head += 1
         seen[event.dedupe_key] = head
         seqs.append(head)
         payload, data = _storable(event, ctx)
-        fresh.append(
-            _event_row(
-                run_id=run.pk,
-                seq=head,
-                kind=event.kind,
-                agent_id=event.agent_id,
-                iteration=event.iteration,
-                depth=event.depth,
-                occurred_at=event.occurred_at,
-                recorded_at=now,
-                payload=payload,
-                dedupe_key=event.dedupe_key,
-                ts_source=event.ts_source,
-                _payload_json=data,
-            )
-        )
+        row = _event_row(run.pk, head, event, payload, now)
+        fresh.append(row)
+        payloads.append(data)
     if fresh:
-        _bulk_insert(fresh)
-        Run.objects.filter(pk=run.pk).update(last_seq=head, updated_at=now)
+        _write(run, fresh, payloads, head, now)
         run.last_seq = head
-        project(run, fresh, ctx)
+        project(run, fresh, ctx)  # after the write: projectors may read the ledger
+    return AppendResult(seqs=seqs, new_events=fresh)
+
+
+SMALL_BATCH = 20  # rows up to which one INSERT … VALUES beats COPY (COPY costs an extra round trip)
+
+
+def _write(run: Run, fresh: list[Event], payloads: list[bytes], head: int, now: Any) -> None:
+    """The new ledger rows, the run's new head and its announcement, in as few round trips as possible.
+
+    Small batches (the one-event push) go as one statement: INSERT and UPDATE as data-modifying CTEs, the
+    NOTIFY (delivered at commit) as its SELECT. Large batches COPY first, then the same statement without
+    the INSERT. With a layer other than Postgres NOTIFY, the announcement waits for on_commit.
+    """
+    notify = run_advanced_statement(run_id=run.pk, experiment_id=run.experiment_id, seq=head)
+    columns = ", ".join(LEDGER_COLUMNS)
+    ctes: list[str] = []
+    params: list[Any] = []
+    with connection.cursor() as cursor:
+        if len(fresh) <= SMALL_BATCH:
+            row_sql = "(" + ", ".join("%s::jsonb" if column == "payload" else "%s" for column in LEDGER_COLUMNS) + ")"
+            ctes.append(f"ledger AS (INSERT INTO experiments_event ({columns}) VALUES {', '.join([row_sql] * len(fresh))})")
+            params += [value for row, payload in zip(fresh, payloads, strict=True) for value in _insert_values(row, payload)]
+        else:
+            recorded, run_field = now.isoformat().encode(), str(run.pk).encode()
+            lines = [_copy_line(run_field, row, recorded, payload) for row, payload in zip(fresh, payloads, strict=True)]
+            with cursor.cursor.copy(f"COPY experiments_event ({columns}) FROM STDIN") as copy:
+                copy.write(b"\n".join(lines) + b"\n")
+        ctes.append("head AS (UPDATE experiments_run SET last_seq = %s, updated_at = %s WHERE id = %s)")
+        params += [head, now, run.pk]
+        final, final_params = notify if notify is not None else ("SELECT 1", [])
+        # Data-modifying CTEs always run, whatever the final SELECT reads.
+        cursor.execute(f"WITH {', '.join(ctes)} {final}", params + final_params)
+    if notify is None:
         experiment_id, run_pk = run.experiment_id, run.pk
         transaction.on_commit(lambda: announce_run_advanced(run_id=run_pk, experiment_id=experiment_id, seq=head))
-    return AppendResult(seqs=seqs, new_events=fresh)
+
+
+def _insert_values(row: Event, payload: bytes) -> list[Any]:
+    """One row's values in LEDGER_COLUMNS order, for the INSERT of a small batch."""
+    return [row.run_id, row.seq, row.kind, row.agent_id, row.iteration, row.depth, row.occurred_at, row.recorded_at, payload.decode(), row.dedupe_key, row.ts_source]
 
 
 def _storable(event: EventIn, ctx: ProjectionContext) -> tuple[dict[str, Any], bytes]:
@@ -100,10 +148,14 @@ def _storable(event: EventIn, ctx: ProjectionContext) -> tuple[dict[str, Any], b
         return kept, payload_json(kept)
 
 
-def _event_row(**fields: Any) -> Event:
+def _event_row(run_pk: int, seq: int, event: EventIn, payload: dict[str, Any], now: Any) -> Event:
     """An Event instance as if loaded from the database, without Model.__init__'s per-field work (hot path)."""
     row = Event.__new__(Event)
-    row.__dict__.update(fields, id=None)
+    row.__dict__.update(
+        id=None, run_id=run_pk, seq=seq, kind=event.kind, agent_id=event.agent_id, iteration=event.iteration,
+        depth=event.depth, occurred_at=event.occurred_at, recorded_at=now, payload=payload, dedupe_key=event.dedupe_key,
+        ts_source=event.ts_source,
+    )  # fmt: skip
     row._state = ModelState()
     row._state.adding, row._state.db = False, "default"
     return row
@@ -112,49 +164,39 @@ def _event_row(**fields: Any) -> Event:
 def _existing_seqs(run_pk: int, keys: list[str]) -> dict[str, int]:
     """Seqs already stored for these dedupe keys (one array parameter: cheap even for 5,000 keys)."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT dedupe_key, seq FROM experiments_event WHERE run_id = %s AND dedupe_key = ANY(%s)", [run_pk, keys]
-        )
+        cursor.execute("SELECT dedupe_key, seq FROM experiments_event WHERE run_id = %s AND dedupe_key = ANY(%s)", [run_pk, keys])
         return dict(cursor.fetchall())
 
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_NEEDS_ESCAPE = frozenset("\\\t\n\r")
 NULL = b"\\N"
 
 
 def _copy_text(value: str) -> bytes:
+    """A text field for COPY's text format (most values need no escaping: skip the translate then)."""
+    if _NEEDS_ESCAPE.isdisjoint(value):
+        return value.encode()
     return value.translate(_COPY_ESCAPES).encode()
 
 
-def _bulk_insert(rows: list[Event]) -> None:
-    """Insert ledger rows with one COPY in text format, built here (the fastest path Postgres has).
+def _copy_line(run_field: bytes, row: Event, recorded: bytes, payload: bytes) -> bytes:
+    """One COPY text-format line in LEDGER_COLUMNS order.
 
-    Rows are already deduplicated under the run lock. JSON text has no raw tabs or newlines, so a payload only
-    needs its backslashes doubled for COPY's text format.
+    JSON text has no raw tabs or newlines, so a payload only needs its backslashes doubled.
     """
-    lines = []
-    for row in rows:
-        occurred = row.occurred_at.isoformat().encode() if row.occurred_at else NULL
-        iteration = str(row.iteration).encode() if row.iteration is not None else NULL
-        payload = row.__dict__.pop("_payload_json")
-        lines.append(
-            b"\t".join(
-                (
-                    str(row.run_id).encode(),
-                    str(row.seq).encode(),
-                    _copy_text(row.kind),
-                    _copy_text(row.agent_id),
-                    iteration,
-                    str(row.depth).encode(),
-                    occurred,
-                    row.recorded_at.isoformat().encode(),
-                    payload.replace(b"\\", b"\\\\"),
-                    _copy_text(row.dedupe_key),
-                    row.ts_source.encode(),
-                )
-            )
+    return b"\t".join(
+        (
+            run_field,
+            str(row.seq).encode(),
+            _copy_text(row.kind),
+            _copy_text(row.agent_id),
+            NULL if row.iteration is None else str(row.iteration).encode(),
+            str(row.depth).encode(),
+            NULL if row.occurred_at is None else row.occurred_at.isoformat().encode(),
+            recorded,
+            payload.replace(b"\\", b"\\\\") if b"\\" in payload else payload,
+            _copy_text(row.dedupe_key),
+            row.ts_source.encode(),
         )
-    columns = "run_id, seq, kind, agent_id, iteration, depth, occurred_at, recorded_at, payload, dedupe_key, ts_source"
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY experiments_event ({columns}) FROM STDIN") as copy:
-            copy.write(b"\n".join(lines) + b"\n")
+    )

@@ -55,8 +55,18 @@ def project(run: Run, events: Iterable[Event], ctx: ProjectionContext) -> None:
     ordered = sorted(events, key=lambda event: event.seq)
     if not ordered:
         return
+    # One pass over the batch groups it by kind; each projector then gets its kinds without a scan per projector.
+    by_kind: dict[str, list[Event]] = {}
+    for event in ordered:
+        by_kind.setdefault(event.kind, []).append(event)
     for prefix, projector, _ in _PROJECTORS:
-        matching = [event for event in ordered if event.kind.startswith(prefix)]
+        kinds = [kind for kind in by_kind if kind.startswith(prefix)]
+        if len(kinds) == len(by_kind):
+            matching = ordered
+        elif len(kinds) == 1:
+            matching = by_kind[kinds[0]]
+        else:
+            matching = sorted((event for kind in kinds for event in by_kind[kind]), key=lambda event: event.seq)
         if matching:
             projector(run, matching, ctx)
 

@@ -1,14 +1,16 @@
-"""Validate pushed event batches (pure): kinds, fields, digest SHAs and dedupe keys, with per-item errors."""
+"""Validate pushed event batches (pure): kinds, fields, digest SHAs, dedupe keys and storable payloads, with per-item errors."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from experiments.awp.digests import check_digest
 from experiments.awp.events import EventSpec, parse_time
+from experiments.jsonb import PayloadNotStorable, payload_json
 
 EXACT_KINDS = {"run.start", "run.complete", "tool.call", "board.post", "digest", "state.delta", "state.snapshot", "memory.write", "log"}
 PREFIX_KINDS = ("iteration.", "worker.", "metric.")
@@ -25,6 +27,7 @@ class ItemError:
         return {"index": self.index, "code": self.code, "message": self.message}
 
 
+@lru_cache(maxsize=1024)
 def kind_allowed(kind: str) -> bool:
     """Whether `kind` is one of the ledger kinds a client may push (docs/events.md)."""
     return kind in EXACT_KINDS or (kind.startswith(PREFIX_KINDS) and len(kind) > len(kind.split(".")[0]) + 1)
@@ -91,7 +94,11 @@ def validate_item(index: int, item: Any) -> tuple[EventSpec | None, ItemError | 
         if not isinstance(payload.get("content"), str) or payload.get("target", "daily") not in ("daily", "long_term"):
             return fail("invalid_memory_write", "A memory.write payload needs content (string) and target daily|long_term.")
     dedupe = dedupe or f"hash:{_content_hash(item)}"
-    spec = EventSpec(kind=kind, dedupe_key=dedupe[:300], payload=payload, agent_id=agent, iteration=iteration, depth=depth, occurred_at=occurred, ts_source="record" if occurred else "received")
+    try:
+        data = payload_json(payload)  # serialised once, here: ingest copies these bytes into the ledger as they are
+    except PayloadNotStorable as exc:
+        return fail("invalid_payload", str(exc))
+    spec = EventSpec(kind=kind, dedupe_key=dedupe[:300], payload=payload, agent_id=agent, iteration=iteration, depth=depth, occurred_at=occurred, payload_bytes=data, ts_source="record" if occurred else "received")
     return spec, None
 
 

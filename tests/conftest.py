@@ -43,10 +43,13 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 class AsgiServer:
-    """A daphne process on a loopback port serving the test database; restartable (for reconnect tests)."""
+    """A daphne process on a loopback port serving the test database; restartable (for reconnect tests).
 
-    def __init__(self, env: dict[str, str], port: int | None = None) -> None:
-        self.env, self.port = env, port or free_port()
+    With workers=N it is `manage.py awp_serve` instead (what `make run` starts): N daphne workers on one socket.
+    """
+
+    def __init__(self, env: dict[str, str], port: int | None = None, workers: int = 0) -> None:
+        self.env, self.port, self.workers = env, port or free_port(), workers
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(f"/tmp/awp-test-daphne-{self.port}.log")
 
@@ -56,6 +59,8 @@ class AsgiServer:
 
     def start(self) -> AsgiServer:
         command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "awp_site.asgi:application"]
+        if self.workers:
+            command = [sys.executable, "manage.py", "awp_serve", "--port", str(self.port), "--workers", str(self.workers), "--no-demo"]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         wait_for_port(self.port, self.proc)
@@ -76,8 +81,8 @@ def live_server_factory(transactional_db: None) -> Iterator[type[AsgiServer]]:
     """Start daphne processes against the test database; all are stopped at the end of the test."""
     servers: list[AsgiServer] = []
 
-    def start(port: int | None = None, **env: str) -> AsgiServer:
-        server = AsgiServer(subprocess_env(**env), port=port).start()
+    def start(port: int | None = None, workers: int = 0, **env: str) -> AsgiServer:
+        server = AsgiServer(subprocess_env(**env), port=port, workers=workers).start()
         servers.append(server)
         return server
 

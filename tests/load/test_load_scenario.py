@@ -86,8 +86,8 @@ async def scenario(base: str, cookies: list[str], pages: list[tuple[str, dict[st
 
 
 def test_200_page_users_and_steady_ingest_without_a_single_5xx(live_server_factory):
-    # A pooled worker: concurrent requests share 16 connections instead of opening one each.
-    server = live_server_factory(AWP_EMBEDDER="none", AWP_DB_POOL_MAX="16")
+    # As `make run` serves: one daphne worker per core on one socket, each with its connection pool (on by default).
+    server = live_server_factory(workers=os.cpu_count() or 1, AWP_EMBEDDER="none")
     experiment = make_experiment(slug="load")
     users = [make_member(experiment, "viewer") for _ in range(10)]
     token = make_token(experiment, ["ingest"])

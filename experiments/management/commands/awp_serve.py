@@ -1,9 +1,15 @@
-"""Serve the ASGI app with daphne (and, when asked, the demo watcher beside it); Ctrl-C stops everything."""
+"""Serve the ASGI app with several daphne workers on one socket (plus the demo and embedder); Ctrl-C stops all.
+
+The listening socket is bound once, here, and every worker accepts on it (daphne --fd): the kernel hands each
+connection to one idle worker, so every core serves pages. Workers share nothing but Postgres; live updates
+cross them through the channel layer (LISTEN/NOTIFY by default, Redis when REDIS_URL is set).
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from typing import Any
@@ -18,6 +24,10 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--no-demo", action="store_true", help="do not replay the demo run")
+        parser.add_argument(
+            "--workers", type=int, default=int(os.environ.get("AWP_WORKERS", "0")) or (os.cpu_count() or 1),
+            help="daphne processes sharing the port (default: AWP_WORKERS, else one per core)",
+        )  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         # Handle Ctrl-C and SIGTERM even when started in the background (where SIGINT arrives ignored).
@@ -27,15 +37,17 @@ class Command(BaseCommand):
         procs: list[subprocess.Popen[bytes]] = []
         for command in self.companion_commands(no_demo=options["no_demo"]):
             procs.append(subprocess.Popen([python, "manage.py", *command], preexec_fn=_default_signals))
+        listener = bind_listener(options["host"], options["port"])
+        workers = max(1, options["workers"])
+        daphne = [python, "-m", "awp_site.daphne_worker", "--fd", str(listener.fileno()), "awp_site.asgi:application"]
+        companions = list(procs)
+        for _ in range(workers):
+            procs.append(subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()]))
+        listener.close()  # the workers hold it now
         url = f"http://{options['host']}:{options['port']}"
-        self.stdout.write(f"  Dashboard: {url}   (Ctrl-C stops it)")
-        daphne = subprocess.Popen(
-            [python, "-m", "daphne", "-b", options["host"], "-p", str(options["port"]), "awp_site.asgi:application"],
-            preexec_fn=_default_signals,
-        )
-        procs.append(daphne)
+        self.stdout.write(f"  Dashboard: {url}   ({workers} daphne worker{'s' if workers != 1 else ''}; Ctrl-C stops it)")
         try:
-            daphne.wait()
+            wait_any(procs[len(companions) :], companions)
         except KeyboardInterrupt:
             pass
         finally:
@@ -53,6 +65,30 @@ class Command(BaseCommand):
         if "awp_embed" in available:
             commands.append(["awp_embed", "--loop"])
         return commands
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port, bound once and inherited by every worker."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((host, port))
+    listener.listen(1024)
+    listener.set_inheritable(True)
+    return listener
+
+
+def wait_any(workers: list[subprocess.Popen[bytes]], others: list[subprocess.Popen[bytes]]) -> None:
+    """Sleep until a worker exits (a crashed worker stops the whole server rather than serving with fewer)."""
+    while True:
+        try:
+            exited = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)  # blocks; leaves the child for Popen to reap
+        except ChildProcessError:
+            return
+        if exited is None or any(proc.pid == exited.si_pid for proc in workers):
+            return
+        for proc in others:
+            proc.poll()  # reap a companion that finished (awp_demo ends after its replay)
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

@@ -1,0 +1,74 @@
+"""`manage.py awp_serve` (what `make run` starts): several daphne workers on one socket, all stopped by Ctrl-C."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import psutil
+import pytest
+import requests
+
+from bench.common import free_port, wait_for_port
+from experiments.models import Event
+from tests.conftest import ROOT, subprocess_env
+from tests.factories import make_experiment, make_token
+
+
+def serve(port: int, workers: int) -> subprocess.Popen[str]:
+    command = [sys.executable, "manage.py", "awp_serve", "--port", str(port), "--workers", str(workers), "--no-demo"]
+    proc = subprocess.Popen(command, cwd=ROOT, env=subprocess_env(AWP_EMBEDDER="none"), stdout=subprocess.PIPE, text=True)
+    wait_for_port(port, proc, timeout=60)
+    return proc
+
+
+def listening_workers(proc: subprocess.Popen[str], port: int) -> list[psutil.Process]:
+    """The children of awp_serve that hold the listening socket on `port`."""
+    return [
+        child
+        for child in psutil.Process(proc.pid).children()
+        if any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in child.net_connections(kind="tcp"))
+    ]
+
+
+def stop(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    """Ctrl-C awp_serve; return the processes it started that are still alive afterwards."""
+    children = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    _gone, alive = psutil.wait_procs(children, timeout=30)
+    return alive
+
+
+def push(port: int, token: str, count: int) -> None:
+    session = requests.Session()
+    for i in range(count):
+        events = [{"kind": "run.start", "idempotency_key": "s", "payload": {}}, {"kind": "log", "idempotency_key": f"e{i}", "payload": {"i": i}}]
+        response = session.post(
+            f"http://127.0.0.1:{port}/api/v1/ingest", json={"run_id": "served", "events": events}, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+        assert response.status_code == 200, response.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_workers_share_one_socket_ctrl_c_stops_all_and_a_restart_keeps_the_data():
+    token = make_token(make_experiment(slug="served"))
+    port = free_port()
+    proc = serve(port, workers=2)
+    try:
+        assert proc.stdout is not None
+        assert "2 daphne workers" in proc.stdout.readline()
+        workers = listening_workers(proc, port)
+        assert len(workers) == 2 and all("--fd" in worker.cmdline() for worker in workers)
+        push(port, token, 10)
+    finally:
+        alive = stop(proc)
+    assert alive == [], f"still running after Ctrl-C: {[p.cmdline() for p in alive]}"
+
+    proc = serve(port, workers=1)  # the port is free again at once, and the data is still there
+    try:
+        push(port, token, 12)
+    finally:
+        assert stop(proc) == []
+    assert sorted(Event.objects.filter(run__run_id="served").values_list("seq", flat=True)) == list(range(1, 14))
