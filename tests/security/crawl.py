@@ -82,6 +82,20 @@ def local(url: str, base: str) -> str | None:
     return path
 
 
+def body_of(response: Any) -> bytes:
+    """The whole body, streamed responses too (exports stream through an async iterator)."""
+    if not getattr(response, "streaming", False):
+        return bytes(response.content)
+    if getattr(response, "is_async", False):
+        from asgiref.sync import async_to_sync
+
+        async def collect() -> bytes:
+            return b"".join([chunk async for chunk in response.streaming_content])
+
+        return async_to_sync(collect)()
+    return b"".join(response.streaming_content)
+
+
 def crawl(client: Any, starts: list[str], *, max_pages: int = 400) -> Crawl:
     """Visit starts and everything reachable from them on the same origin (as pages and as htmx fragments)."""
     seen: set[tuple[str, bool]] = set()
@@ -96,8 +110,9 @@ def crawl(client: Any, starts: list[str], *, max_pages: int = 400) -> Crawl:
         response = client.get(url, **headers)
         key = f"{url} [htmx]" if as_fragment else url
         out.statuses[key] = response.status_code
-        if response.get("Content-Type", "").startswith(("text/html", "application/json", "text/plain")):
-            body = response.content.decode(errors="replace")
+        # text/csv: run exports (issue 16) are a way out too.
+        if response.get("Content-Type", "").startswith(("text/html", "application/json", "text/plain", "text/csv")):
+            body = body_of(response).decode(errors="replace")
         else:
             body = ""
         out.bodies[key] = body
