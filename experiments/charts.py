@@ -179,5 +179,5 @@ def _rows(series: list[Series], x_format: Callable[[float], str], y_format: Call
         for p in s.points:
             cells = by_x.setdefault(p.x, [""] * len(series))
             text = y_format(p.y) + (f" ({p.mark})" if p.mark else "")
-            cells[index] = f"{cells[index]}, {text}" if cells[index] else text
+            cells[index] = f"{cells[index]}; {text}" if cells[index] else text
     return [(x_format(x), cells) for x, cells in sorted(by_x.items())]

@@ -42,7 +42,10 @@ def overlay(a: run_charts.RunSeries, b: run_charts.RunSeries) -> run_charts.RunC
     def both(left: list[Series], right: list[Series]) -> list[Series]:
         return [Series(f"A · {s.name}", s.points) for s in left] + [Series(f"B · {s.name}", s.points) for s in right]
 
-    merged = run_charts.RunSeries(both(a.confidence, b.confidence), both(a.score, b.score), both(a.budget, b.budget), both(a.loss, b.loss), a.is_dag and b.is_dag, 0, None)
+    def main_budget(series: list[Series]) -> list[Series]:  # loops and tokens: ten budget lines would be unreadable
+        return [s for s in series if s.name in {"loops", "tokens"}]
+
+    merged = run_charts.RunSeries(both(a.confidence, b.confidence), both(a.score, b.score), both(main_budget(a.budget), main_budget(b.budget)), both(a.loss, b.loss), a.is_dag and b.is_dag, 0, None)
     return run_charts.charts_of(merged)
 
 

@@ -63,6 +63,14 @@ def _budget(p: dict[str, Any]) -> str:
 
 
 def _validation(p: dict[str, Any]) -> str:
+    if isinstance(p.get("items"), list):  # awp-agents validation.json: one item per worker result
+        parts = []
+        for item in p["items"][:6]:
+            if isinstance(item, dict):
+                checks = item.get("deterministic") if isinstance(item.get("deterministic"), dict) else {}
+                verdict = "passed" if checks.get("passed") is True else "failed" if checks.get("passed") is False else "checked"
+                parts.append(_join(_text(item.get("worker_id"), 60), verdict, _text(item.get("feedback"), 80)))
+        return "; ".join(parts) if parts else "no worker results to validate"
     verdict = p.get("passed", p.get("ok", p.get("valid")))
     issues = p.get("issues") or p.get("errors")
     return _join("passed" if verdict is True else "failed" if verdict is False else "", f"{len(issues)} issue(s)" if isinstance(issues, list) and issues else _text(p.get("summary")))
