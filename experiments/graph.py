@@ -25,6 +25,7 @@ class Node:
     parent: str = ""  # tree parent (delegation) — also an edge
     depends_on: list[str] = field(default_factory=list)
     depth: int = 0
+    href: str = ""  # the Timeline filtered to `agent` (set by the view layer, which knows the URLs)
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,18 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from django.db import connection
 from django.db.models import Count
 from django.db.models.functions import TruncDate
+from django.urls import reverse
 
 from experiments.charts import Chart, Point, Series, fmt_number, line_chart
 from experiments.models import Experiment, Run
 
-MAX_ITERATIONS = 150  # the newest iterations a run chart draws (the Numbers table says when older ones are left out)
-ROW_CAP = 4000  # metric rows read per chart query, newest first
+MAX_ITERATIONS = 100  # the newest iterations a run chart draws (a note says when older ones are left out)
+ROW_CAP = 800  # rows read per chart query, newest first (the oldest iteration read is dropped when it may be partial)
 BUDGET_DIMENSIONS = (
     ("loops", "used", "max", "loops"),
     ("workers", "spawned", "max", "workers"),
@@ -76,6 +78,10 @@ def _newest(run: Run, kind: str, columns: str) -> list[tuple[Any, ...]]:
         f"SELECT seq, iteration, agent_id, {columns} FROM experiments_event WHERE run_id = %s AND kind = %s ORDER BY seq DESC LIMIT %s",
         [run.pk, kind, ROW_CAP],
     )
+    if len(rows) == ROW_CAP and rows[-1][1] is not None:
+        # The cap may have cut the oldest iteration read in half: leave it out rather than draw part of it.
+        cut = rows[-1][1]
+        rows = [row for row in rows if row[1] is None or row[1] != cut]
     return [(seq, iteration, agent, *(_json(v) for v in values)) for seq, iteration, agent, *values in reversed(rows)]
 
 
@@ -321,6 +327,9 @@ def run_graph(run: Run) -> list[Any]:
         infos = {pk: graph.RunInfo(pk, r.run_id, r.status, r.duration_seconds) for pk, r in runs.items()}
         nodes = graph.delegation_tree(infos[run.pk], infos, rows)
     labels = redact_text_for(run.experiment, "\n".join(n.label.replace("\n", " ") for n in nodes)).split("\n") if nodes else []
+    timelines = {pk: reverse("experiments:run-detail", args=[run.experiment.slug, pk]) for pk in {n.run_pk for n in nodes if n.run_pk}}
     for node, label in zip(nodes, labels, strict=False):
         node.label = label
+        if node.agent and node.run_pk:
+            node.href = f"{timelines[node.run_pk]}?worker={quote(node.agent)}"
     return nodes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from experiments.charts import Point, Series, line_chart, nice_range
@@ -15,6 +15,7 @@ finite = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, allow_infinit
 json_values = st.recursive(st.none() | st.booleans() | finite | st.text(max_size=50), lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=20)
 
 
+@settings(deadline=None)  # a busy shared machine must not turn slow examples into failures
 @given(st.lists(st.lists(st.tuples(finite, finite), max_size=30), min_size=1, max_size=5))
 def test_every_point_becomes_one_dot_inside_the_plot_box(series_points):
     series = [Series(f"s{i}", tuple(Point(x, y) for x, y in pts)) for i, pts in enumerate(series_points)]
@@ -28,6 +29,7 @@ def test_every_point_becomes_one_dot_inside_the_plot_box(series_points):
     assert sum(cell.count(";") + 1 for _, cells in chart.rows for cell in cells if cell) == chart.point_count
 
 
+@settings(deadline=None)  # a busy shared machine must not turn slow examples into failures
 @given(finite, finite)
 def test_nice_range_covers_its_input_in_whole_steps(a, b):
     low, high, step = nice_range(a, b)
@@ -40,6 +42,7 @@ def test_integer_axis_ticks_are_whole_iterations():
     assert chart.y_ticks[0].label == "0" and chart.y_ticks[-1].label == "1"
 
 
+@settings(deadline=None)  # a busy shared machine must not turn slow examples into failures
 @given(st.sampled_from(["iteration.decision", "worker.complete", "metric.eval", "metric.x", "tool.call", "board.post", "log", "digest", "state.delta", "iteration.budget", "iteration.validation", "unknown"]), json_values)
 def test_a_summary_is_one_short_line_for_any_payload(kind, payload):
     line = event_summary(kind, payload)
