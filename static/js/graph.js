@@ -65,10 +65,12 @@
     canvas.replaceChildren(svg);
   }
 
-  function drawAll(root) {
-    var scope = root && root.querySelectorAll ? root : document;
-    if (scope.classList && scope.classList.contains("run-graph")) { draw(scope); return; }
-    scope.querySelectorAll(".run-graph").forEach(draw);
+  // Draw every graph whose canvas is still empty (a page load, or a section a websocket frame replaced).
+  function drawAll() {
+    document.querySelectorAll(".run-graph").forEach(function (section) {
+      var canvas = section.querySelector(".graph-canvas");
+      if (canvas && !canvas.querySelector("svg")) draw(section);
+    });
   }
 
   // A node choice filters the Timeline in place when it is on the page (keeps the live socket).
@@ -84,7 +86,8 @@
     });
   });
 
-  document.addEventListener("DOMContentLoaded", function () { drawAll(document); });
-  document.addEventListener("htmx:oobAfterSwap", function (e) { drawAll(e.detail.target); });
-  if (document.readyState !== "loading") drawAll(document);
+  document.addEventListener("DOMContentLoaded", drawAll);
+  document.addEventListener("htmx:wsAfterMessage", drawAll);
+  document.addEventListener("htmx:afterSettle", drawAll);
+  if (document.readyState !== "loading") drawAll();
 })();

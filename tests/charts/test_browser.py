@@ -51,6 +51,8 @@ def test_loop_chart_has_a_point_per_iteration_and_gains_one_live(asgi_server, pa
     assert answer.status_code == 200, answer.text
     expect(page.locator('#chart-budget g[data-series="loops"] circle.point')).to_have_count(4)
     assert page.locator("#chart-confidence circle.point").count() == 3
+    # The delegation tree, replaced by the same frame, is drawn again with the new iteration's worker.
+    expect(page.locator('.graph-svg g.graph-node[data-node$="-i4-fact_collector"]')).to_have_count(1)
     assert page.locator("#timeline-rows tr.kind-workercomplete").last.inner_text().find("Checked again. · confidence 0.7") >= 0
 
     shot(page, "run-page.png")
