@@ -107,9 +107,11 @@ def pages_for(experiment: Any, run: Any) -> list[tuple[str, str, dict[str, str]]
     return [
         ("experiment page (Protocol)", f"{base}/protocol/", {}),
         ("Runs tab", f"{base}/runs/", {}),
-        ("run page (Timeline)", f"{base}/runs/{run.pk}/", {}),
+        ("run page (Timeline, charts, graph)", f"{base}/runs/{run.pk}/", {}),
         ("run Timeline, last page (htmx)", f"{base}/runs/{run.pk}/?after={max(0, run.last_seq - 100)}", {"HTTP_HX_REQUEST": "true"}),
         ("Review tab", f"{base}/review/", {}),
+        # The run against itself: both sides at full size (headers, overlaid charts, state diff, digests).
+        ("compare view (run vs itself)", f"{base}/compare/?a={run.pk}&b={run.pk}", {}),
     ]
 
 

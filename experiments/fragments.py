@@ -10,7 +10,7 @@ from django.db.models import Count, Max
 from django.template.loader import render_to_string
 
 from awp_site.live import Viewer, register_experiment_fragment, register_run_fragment
-from experiments import presenters
+from experiments import presenters, run_charts
 from experiments.models import Event, Experiment, IngestProblem, Run
 from state.services_redaction import redact_for
 
@@ -29,6 +29,26 @@ def run_header(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
     fresh = presenters.mask_run_text(Run.objects.select_related("experiment", "parent").get(pk=run.pk))
     context = {"run": fresh, "oob": True, "budget_bars": presenters.budget_bars(fresh), "problem_count": fresh.ingest_problems.count()}
     return [render_to_string("experiments/_run_header.html", context)]
+
+
+def run_charts_fragment(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
+    """The run page's charts again when new values arrived (same partial as the page; one point per new iteration)."""
+    if not any(e.kind in run_charts.CHART_KINDS for e in events):
+        return []
+    context = {"run": run, "experiment": run.experiment, "run_charts": run_charts.run_charts(run), "oob": True}
+    return [render_to_string("experiments/_run_charts.html", context)]
+
+
+def run_graph_fragment(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
+    """The run graph again when an agent started or finished (static/js/graph.js redraws it after the swap)."""
+    if not any(e.kind in GRAPH_KINDS for e in events):
+        return []
+    fresh = Run.objects.select_related("experiment").get(pk=run.pk)
+    context = {"run": fresh, "experiment": fresh.experiment, "graph_nodes": run_charts.run_graph(fresh), "oob": True}
+    return [render_to_string("experiments/_run_graph.html", context)]
+
+
+GRAPH_KINDS = frozenset({"worker.spawn", "worker.complete", "state.snapshot", "run.complete"})
 
 
 def board_rows(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
@@ -82,6 +102,8 @@ def register() -> None:
     """Called from ExperimentsConfig.ready()."""
     register_run_fragment("experiments.timeline", timeline_rows)
     register_run_fragment("experiments.header", run_header)
+    register_run_fragment("experiments.charts", run_charts_fragment)
+    register_run_fragment("experiments.graph", run_graph_fragment)
     register_run_fragment("experiments.board", board_rows)
     register_run_fragment("experiments.digests", digest_items)
     register_run_fragment("experiments.problems", problem_rows)

@@ -7,30 +7,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from experiments.models import Digest, Event, Experiment, IngestProblem, Run
+from experiments.summaries import event_summary
 from state.services_redaction import redact_for, redactor_for
 
 BUDGET_KEYS = (("loops", "used"), ("workers", "spawned"), ("tokens", "consumed"), ("tool_calls", "used"), ("wall_time", "elapsed_s"))
-
-
-def event_summary(kind: str, payload: dict[str, Any]) -> str:
-    """A one-line description of an event for the timeline."""
-    picks = {
-        "iteration.decision": ("decision", "reasoning"),
-        "worker.complete": ("summary", "confidence"),
-        "worker.spawn": ("instructions",),
-        "board.post": ("topic",),
-        "log": ("msg",),
-        "run.complete": ("status", "reason"),
-        "run.start": ("task",),
-        "digest": ("sha",),
-        "state.snapshot": ("agent_id",),
-    }.get(kind)
-    if picks:
-        text = " · ".join(str(payload.get(k)) for k in picks if payload.get(k) not in (None, ""))
-        if text:
-            return text[:240]
-    return json.dumps(payload, ensure_ascii=False, default=str)[:240]
 
 
 @dataclass
@@ -43,7 +26,7 @@ class EventView:
     ts: Any
     ts_source: str
     summary: str
-    pretty: str
+    compact: str  # the redacted payload as compact JSON; static/js/app.js indents it when its row is opened
 
     @property
     def ts_note(self) -> str:
@@ -56,12 +39,22 @@ TS_NOTES = {"parent": "from its iteration", "mtime": "file time", "received": "r
 
 
 def present_events(experiment: Experiment, events: list[Event]) -> list[EventView]:
-    """Redacted, summarised events for templates (one redaction call for the whole page)."""
+    """Redacted, one-line-summarised events for templates (one redaction call for the whole page, no indenting:
+    pretty-printing every payload up front was most of the run page's server time)."""
     payloads = redact_for(experiment, [e.payload for e in events])
     return [
-        EventView(e.seq, e.kind, e.agent_id, e.iteration, e.depth, e.ts, e.ts_from, event_summary(e.kind, p if isinstance(p, dict) else {}), json.dumps(p, indent=2, ensure_ascii=False, default=str)[:20_000])
+        EventView(e.seq, e.kind, e.agent_id, e.iteration, e.depth, e.ts, e.ts_from, event_summary(e.kind, p), compact_json(p))
         for e, p in zip(events, payloads, strict=True)
     ]
+
+
+def compact_json(value: Any, limit: int = 20_000) -> str:
+    """JSON without indentation (orjson), cut at `limit` characters."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + " …"
 
 
 def budget_bars(run: Run) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from experiments import presenters
+from experiments import presenters, run_charts
 from experiments.access import experiment_view
 from experiments.models import Experiment, Run
 
@@ -20,6 +20,8 @@ def render_run_tab(request: HttpRequest, experiment: Experiment, run: Run, templ
     context.update(experiment=experiment, run=run, budget_bars=presenters.budget_bars(run), problem_count=run.ingest_problems.count())
     if request.htmx and not request.htmx.boosted and request.htmx.target in ("run-tab", "timeline-rows", "board-rows"):
         return render(request, f"{template}#run_tab", context)
+    # Charts and graph only on whole pages (a tab switch keeps the ones on screen; frames keep them current).
+    context.update(run_charts=run_charts.run_charts(run), graph_nodes=run_charts.run_graph(run))
     return render(request, template, context)
 
 
@@ -49,7 +51,7 @@ def runs_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
         members = [r for r in all_runs if (r.task_id == (task.pk if task else None))]
         if members or (task and not status):
             groups.append({"task": task, "rows": presenters.flatten(presenters.run_forest(members, best))})
-    context = {"experiment": experiment, "groups": groups, "status": status, "statuses": Run.Status.choices, "tab": "runs"}
+    context = {"experiment": experiment, "groups": groups, "status": status, "statuses": Run.Status.choices, "tab": "runs", "experiment_charts": run_charts.experiment_charts(experiment)}
     return render_tab(request, "experiments/runs_tab.html", context)
 
 

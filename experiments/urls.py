@@ -1,6 +1,6 @@
 from django.urls import path
 
-from experiments import run_views, views
+from experiments import compare_views, run_views, views
 
 app_name = "experiments"
 
@@ -15,4 +15,6 @@ urlpatterns = [
     path("experiments/<slug:slug>/runs/<int:pk>/board/", run_views.run_board, name="run-board"),
     path("experiments/<slug:slug>/runs/<int:pk>/digests/", run_views.run_digests, name="run-digests"),
     path("experiments/<slug:slug>/runs/<int:pk>/problems/", run_views.run_problems, name="run-problems"),
+    path("experiments/<slug:slug>/runs/<int:pk>/export/<slug:what>.<slug:fmt>", compare_views.run_export, name="run-export"),
+    path("experiments/<slug:slug>/compare/", compare_views.compare_runs, name="compare"),
 ]

@@ -83,6 +83,20 @@ def local(url: str, base: str) -> str | None:
     return path
 
 
+def body_of(response: Any) -> bytes:
+    """The whole body, streamed responses too (exports stream through an async iterator)."""
+    if not getattr(response, "streaming", False):
+        return bytes(response.content)
+    if getattr(response, "is_async", False):
+        from asgiref.sync import async_to_sync
+
+        async def collect() -> bytes:
+            return b"".join([chunk async for chunk in response.streaming_content])
+
+        return async_to_sync(collect)()
+    return b"".join(response.streaming_content)
+
+
 def crawl(
     client: Any, starts: list[str], *, max_pages: int = 400, shape: Callable[[str], str] | None = None, per_shape: int = 0
 ) -> Crawl:
@@ -109,8 +123,9 @@ def crawl(
         response = client.get(url, **headers)
         key = f"{url} [htmx]" if as_fragment else url
         out.statuses[key] = response.status_code
-        if response.get("Content-Type", "").startswith(("text/html", "application/json", "text/plain")):
-            body = response.content.decode(errors="replace")
+        # text/csv: run exports (issue 16) are a way out too.
+        if response.get("Content-Type", "").startswith(("text/html", "application/json", "text/plain", "text/csv")):
+            body = body_of(response).decode(errors="replace")
         else:
             body = ""
         out.bodies[key] = body
