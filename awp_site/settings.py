@@ -167,6 +167,10 @@ AWP_SENSITIVE_FIELDS = env_list(
     "AWP_SENSITIVE_FIELDS", "api_key,apikey,password,passwd,secret,token,authorization,credentials,private_key"
 )
 AWP_DEMO_DIR = AWP_DATA_DIR / "demo"
+# Reflections: an OpenAI-compatible chat endpoint, named as the AWP runtime names it; unset → reflection off.
+LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "").strip()
+LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
+AWP_REFLECTION_MODEL = os.environ.get("AWP_REFLECTION_MODEL", "gpt-4o-mini")
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,135 @@
+"""Episodes: the ledger projected into what agents can recall, and the recall block one agent would receive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.db.models import Max
+
+from experiments.models import Event, Experiment, Run
+from experiments.projections import ProjectionContext
+from memory import recall
+from memory.models import Episode
+from state.config import state_settings
+from state.services_redaction import redact_for
+
+_RUN_FIELDS = ("status", "reason", "total_iterations")
+_DECISION_FIELDS = ("decision", "reasoning", "confidence", "final_result")
+
+
+def _fields(event: Event) -> tuple[str, dict[str, Any]] | None:
+    """(producer, structured output) of an event that is an episode, or None."""
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    kind = event.kind
+    if kind == "worker.complete":
+        return event.agent_id or str(payload.get("worker_id") or ""), dict(payload)
+    if kind == "state.snapshot":
+        agent = event.agent_id or str(payload.get("agent_id") or "")
+        state = payload.get("state") if isinstance(payload.get("state"), dict) else {}
+        if not agent or agent == "final" or agent not in state:
+            return None
+        output = state[agent]
+        return agent, output if isinstance(output, dict) else {"output": output}
+    if kind == "board.post":
+        body = payload.get("payload")
+        return str(payload.get("worker_id") or event.agent_id or ""), body if isinstance(body, dict) else {"post": body}
+    if kind == "iteration.decision":
+        fields = {key: payload[key] for key in _DECISION_FIELDS if key in payload}
+        delegations = payload.get("delegations")
+        if isinstance(delegations, list):
+            fields["delegated_to"] = [str(d.get("worker_id")) for d in delegations if isinstance(d, dict)]
+        return event.agent_id, fields
+    if kind == "iteration.validation":
+        return event.agent_id, dict(payload)
+    if kind == "run.start":
+        return "", {"task": payload.get("task") or payload.get("goal") or ""}
+    if kind == "run.complete":
+        fields = {key: payload[key] for key in _RUN_FIELDS if key in payload}
+        if isinstance(payload.get("final_result"), dict):
+            fields["final_result"] = payload["final_result"]
+        return "", fields
+    return None
+
+
+def project_episodes(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
+    """Ledger events that are episodes → Episode rows (bulk, a constant number of queries per batch)."""
+    picked = [(event, found) for event in events if event.kind in recall.EPISODE_KINDS and (found := _fields(event))]
+    if not picked:
+        return
+    known = Episode.objects.filter(run=run).aggregate(top=Max("turn"))["top"] or 0
+    steps = Episode.objects.filter(run=run, kind="state.snapshot").count()
+    experiment = run.experiment
+    # One façade call for the whole batch: episode texts are stored key-redacted, so relevance never matches a secret.
+    redacted = redact_for(experiment, [fields for _, (_, fields) in picked])
+    rows = []
+    for (event, (agent, fields)), shown in zip(picked, redacted, strict=True):
+        if event.kind == "state.snapshot":
+            steps += 1
+            turn = steps
+        elif event.kind == "run.start":
+            turn = 0
+        else:
+            turn = event.iteration if event.iteration is not None else known
+        known = max(known, turn)
+        text = recall.render_fields(shown)
+        if event.kind == "board.post":
+            text = f"[{(event.payload or {}).get('topic', '')}] {text}"
+        rows.append(Episode(
+            experiment=experiment, run=run, key=f"ev:{run.pk}:{event.seq}", agent_id=agent[:200], kind=event.kind,
+            turn=turn, is_public=event.kind in recall.PUBLIC_KINDS, fields=fields, text=text,
+            occurred_at=event.occurred_at or event.recorded_at,
+        ))  # fmt: skip
+    Episode.objects.bulk_create(rows, ignore_conflicts=True)
+    from memory.reflection import schedule_due_reflections
+
+    schedule_due_reflections(experiment)
+
+
+def load_episodes(experiment: Experiment, reader: str) -> list[recall.Episode]:
+    """Every episode of the experiment on its turn clock; other agents' outputs carry their fields for filtering."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT r.run_id, coalesce(max(e.turn), 0) + 1 FROM experiments_run r
+               JOIN memory_episode e ON e.run_id = r.id WHERE r.experiment_id = %s
+               GROUP BY r.id ORDER BY min(coalesce(r.started_at, r.created_at)), r.id""",
+            [experiment.pk],
+        )
+        offsets = recall.turn_clock(cursor.fetchall())
+        # Own episodes and text-only ones need no fields: leaving them out keeps a 10k-episode recall cheap.
+        cursor.execute(
+            """SELECT e.key, e.agent_id, e.kind, coalesce(r.run_id, ''), e.turn, e.text,
+                      CASE WHEN e.agent_id = %s THEN NULL ELSE e.fields END
+               FROM memory_episode e LEFT JOIN experiments_run r ON r.id = e.run_id
+               WHERE e.experiment_id = %s""",
+            [reader, experiment.pk],
+        )
+        rows = cursor.fetchall()
+    return [
+        recall.Episode(key=key, agent_id=agent, kind=kind, run_id=run_id, turn=turn, clock=offsets.get(run_id, 0) + turn,
+                       text=text, fields=fields, source=_source(kind, run_id, turn, agent))
+        for key, agent, kind, run_id, turn, text, fields in rows
+    ]  # fmt: skip
+
+
+def _source(kind: str, run_id: str, turn: int, agent: str) -> str:
+    who = f" · {agent}" if agent else ""
+    if kind == "reflection":
+        return f"reflection of {agent} after run {run_id} turn {turn}"
+    return f"run {run_id} · turn {turn}{who}"
+
+
+def recall_for(
+    *, experiment: Experiment, agent_id: str, query: str = "", turn: int | None = None, top_k: int | None = None
+) -> recall.RecallBlock:
+    """The recall block `agent_id` would receive now (or at `turn` on the experiment's turn clock)."""
+    weights = recall.SalienceWeights.from_config(experiment.memory_config)
+    policy = state_settings(experiment.protocol).sharing
+    episodes = load_episodes(experiment, agent_id)
+    return recall.recall(episodes, reader=agent_id, policy=policy, weights=weights, query=query, turn=turn, top_k=top_k)
+
+
+def recall_agents(experiment: Experiment) -> list[str]:
+    """Agents that produced episodes in this experiment (whose recall one can look at)."""
+    names = Episode.objects.filter(experiment=experiment, is_public=False).exclude(agent_id="")
+    return sorted(set(names.values_list("agent_id", flat=True).distinct()))
