@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import connection
@@ -12,7 +13,7 @@ from experiments.projections import ProjectionContext
 from memory import recall
 from memory.models import Episode
 from state.config import state_settings
-from state.services_redaction import redact_for
+from state.services_redaction import redact_for, redact_text_for
 
 _RUN_FIELDS = ("status", "reason", "total_iterations")
 _DECISION_FIELDS = ("decision", "reasoning", "confidence", "final_result")
@@ -41,7 +42,7 @@ def _fields(event: Event) -> tuple[str, dict[str, Any]] | None:
             fields["delegated_to"] = [str(d.get("worker_id")) for d in delegations if isinstance(d, dict)]
         return event.agent_id, fields
     if kind == "iteration.validation":
-        return event.agent_id, dict(payload)
+        return event.agent_id, {"validations": [_verdict(item) for item in payload.get("items") or [] if isinstance(item, dict)]}
     if kind == "run.start":
         return "", {"task": payload.get("task") or payload.get("goal") or ""}
     if kind == "run.complete":
@@ -50,6 +51,14 @@ def _fields(event: Event) -> tuple[str, dict[str, Any]] | None:
             fields["final_result"] = payload["final_result"]
         return "", fields
     return None
+
+
+def _verdict(item: dict[str, Any]) -> dict[str, Any]:
+    """One validation as a verdict: whose work, passed or not, the feedback (not the validator's internals)."""
+    checks = item.get("deterministic") if isinstance(item.get("deterministic"), dict) else {}
+    passed = item.get("passed", checks.get("passed"))
+    return {key: value for key, value in (("worker_id", item.get("worker_id")), ("passed", passed),
+                                          ("feedback", item.get("feedback"))) if value is not None}  # fmt: skip
 
 
 def project_episodes(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
@@ -92,7 +101,7 @@ def load_episodes(experiment: Experiment, reader: str) -> list[recall.Episode]:
         cursor.execute(
             """SELECT r.run_id, coalesce(max(e.turn), 0) + 1 FROM experiments_run r
                JOIN memory_episode e ON e.run_id = r.id WHERE r.experiment_id = %s
-               GROUP BY r.id ORDER BY min(coalesce(r.started_at, r.created_at)), r.id""",
+               GROUP BY r.id ORDER BY coalesce(r.started_at, min(e.occurred_at), r.created_at), r.id""",
             [experiment.pk],
         )
         offsets = recall.turn_clock(cursor.fetchall())
@@ -105,6 +114,11 @@ def load_episodes(experiment: Experiment, reader: str) -> list[recall.Episode]:
             [reader, experiment.pk],
         )
         rows = cursor.fetchall()
+    # Django leaves jsonb undecoded on a raw cursor. Fields are rendered into text for others to read, so they
+    # pass the redaction façade first (one call for all of them): a masked key never turns into prose.
+    decoded = [json.loads(row[6]) if isinstance(row[6], str) else row[6] for row in rows]
+    masked = iter(redact_for(experiment, [fields for fields in decoded if fields is not None]))
+    rows = [(*row[:6], next(masked) if fields is not None else None) for row, fields in zip(rows, decoded, strict=True)]
     return [
         recall.Episode(key=key, agent_id=agent, kind=kind, run_id=run_id, turn=turn, clock=offsets.get(run_id, 0) + turn,
                        text=text, fields=fields, source=_source(kind, run_id, turn, agent))
@@ -133,3 +147,22 @@ def recall_agents(experiment: Experiment) -> list[str]:
     """Agents that produced episodes in this experiment (whose recall one can look at)."""
     names = Episode.objects.filter(experiment=experiment, is_public=False).exclude(agent_id="")
     return sorted(set(names.values_list("agent_id", flat=True).distinct()))
+
+
+def recall_data(experiment: Experiment, block: recall.RecallBlock) -> dict[str, Any]:
+    """The recall block as the API and the page show it, every text through the redaction façade."""
+
+    def item(scored: recall.Scored) -> dict[str, Any]:
+        episode = scored.episode
+        return {
+            "content": redact_text_for(experiment, scored.content), "source": episode.source, "kind": episode.kind,
+            "turn": episode.clock, "run_id": episode.run_id, "agent_id": episode.agent_id,
+            "scores": {"relevance": scored.relevance, "recency": scored.recency, "importance": scored.importance,
+                       "salience": scored.salience},
+        }  # fmt: skip
+
+    return {
+        "agent_id": block.agent_id, "turn": block.turn, "query": block.query, "top_k": len(block.items),
+        "considered": block.considered, "items": [item(s) for s in block.items], "below_cut": [item(s) for s in block.below],
+        "block": redact_text_for(experiment, block.block),
+    }  # fmt: skip

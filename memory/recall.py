@@ -322,6 +322,18 @@ def reflection_due(seen: int, covered: int, every: int | None) -> bool:
     return bool(every) and seen - covered >= (every or 0)
 
 
+def reflection_content(episode: Episode, reflector: str, policy: SharingPolicy) -> str | None:
+    """What a reflection of `reflector` may compact from `episode`.
+
+    A belief is public (every agent recalls it), so even the reflector's own never_share and unshareable
+    fields stay out of the prompt: nothing reaches other agents through a belief that they could not see.
+    """
+    if episode.agent_id == reflector and episode.fields is not None:
+        hidden = policy.never_share | policy.unshareable.get(reflector, frozenset())
+        return render_fields(drop_fields(dict(episode.fields), hidden))
+    return visible_content(episode, reflector, policy)
+
+
 def reflection_messages(agent_id: str, contents: list[str]) -> list[dict[str, str]]:
     """The chat messages asking the model to compact `contents` (already visible to the agent) into one belief."""
     listing = "\n".join(f"{n}. {' '.join(text.split())}" for n, text in enumerate(contents, 1))

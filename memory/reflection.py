@@ -153,8 +153,9 @@ def _request(experiment: Experiment, agent_id: str, *, every: int | None, force:
     policy = state_settings(experiment.protocol).sharing
     visible = [
         (episode, content)
-        for episode in load_episodes(experiment, agent_id)
-        if episode.kind != "reflection" and (content := recall.visible_content(episode, agent_id, policy)) is not None
+        # Loaded as nobody in particular, so the reflector's own episodes carry their fields too.
+        for episode in load_episodes(experiment, reader="")
+        if episode.kind != "reflection" and (content := recall.reflection_content(episode, agent_id, policy)) is not None
     ]
     visible.sort(key=lambda pair: (pair[0].clock, pair[0].key))
     recent = visible[-min(MAX_EPISODES, max(every or 0, 8)) :]
@@ -200,7 +201,8 @@ def _store(reflection: Reflection, belief: str, answer: str) -> None:
 
     experiment = reflection.experiment
     sources = list(Episode.objects.filter(experiment=experiment, key__in=reflection.episode_keys).select_related("run"))
-    last = max(sources, key=lambda e: (e.run.created_at if e.run else timezone.now(), e.turn), default=None)
+    # The belief sits on the turn clock where its latest episode is (episode_keys are in clock order).
+    last = next((e for e in sources if e.key == reflection.episode_keys[-1]), None) if reflection.episode_keys else None
     now = timezone.now()
     Episode.objects.create(
         experiment=experiment, run=last.run if last else None, key=f"refl:{reflection.pk}", agent_id=reflection.agent_id,
