@@ -197,7 +197,7 @@ def recall(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     agents = recall_agents(experiment)
     form = RecallForm(request.GET or None, agents=agents)
     context: dict[str, Any] = {"form": form, "agents": agents, "recall": None, "reflection_on": reflections.is_enabled(),
-                               "reflection_off": reflections.OFF_SENTENCE}  # fmt: skip
+                               "reflection_off": reflections.OFF_SENTENCE, "is_curator": _may_write_notes(request)}  # fmt: skip
     if form.is_valid() and form.cleaned_data["agent"]:
         data = form.cleaned_data
         try:
@@ -248,6 +248,7 @@ def notes(request: HttpRequest, experiment: Experiment) -> HttpResponse:
 
 
 def _may_write_notes(request: HttpRequest) -> bool:
+    """Curators and owners (notes, Reflect now)."""
     from experiments.access import can
 
     return can(request, CURATOR)
