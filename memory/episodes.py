@@ -10,8 +10,9 @@ from django.db.models import Max
 
 from experiments.models import Event, Experiment, Run
 from experiments.projections import ProjectionContext
-from memory import recall
+from memory import embeddings, recall
 from memory.models import Episode
+from memory.search import vector_literal
 from state.config import state_settings
 from state.services_redaction import redact_for, redact_text_for
 
@@ -140,7 +141,34 @@ def recall_for(
     weights = recall.SalienceWeights.from_config(experiment.memory_config)
     policy = state_settings(experiment.protocol).sharing
     episodes = load_episodes(experiment, agent_id)
-    return recall.recall(episodes, reader=agent_id, policy=policy, weights=weights, query=query, turn=turn, top_k=top_k)
+    relevance = semantic_relevance(experiment, query)
+    return recall.recall(episodes, reader=agent_id, policy=policy, weights=weights, query=query, turn=turn, top_k=top_k,
+                         relevance=relevance)  # fmt: skip
+
+
+def semantic_relevance(experiment: Experiment, query: str) -> dict[str, float] | None:
+    """Cosine similarity (clipped at 0) of the query and every embedded episode, when the semantic tier is on.
+
+    Worker results and reflections are episodic chunks keyed like their episodes; None (keyword relevance for
+    all) when there is no query, the tier is off, or nothing is embedded yet (the model is then not even asked).
+    """
+    if not query.strip() or not embeddings.is_enabled():
+        return None
+    model = embeddings.current_model_name()
+    where = "experiment_id = %s AND tier = 'episodic' AND model_name = %s AND embedding IS NOT NULL"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM memory_memorychunk WHERE {where})", [experiment.pk, model])
+        if not cursor.fetchone()[0]:
+            return None
+        try:
+            vector = vector_literal(embeddings.embed_query(query))
+        except embeddings.EmbedderDisabled:
+            return None
+        cursor.execute(
+            f"SELECT ref_key, greatest(0, 1 - (embedding <=> %s::vector)) FROM memory_memorychunk WHERE {where}",
+            [vector, experiment.pk, model],
+        )
+        return {key: float(score) for key, score in cursor.fetchall()}
 
 
 def recall_agents(experiment: Experiment) -> list[str]:

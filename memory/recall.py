@@ -262,7 +262,8 @@ def recall(
 ) -> RecallBlock:
     """Score every episode `reader` may see at `turn` (default: the latest) and keep the top-k.
 
-    `relevance` may carry semantic scores by episode key; episodes without one use keyword relevance.
+    `relevance` may carry semantic scores by episode key; episodes without one (or seen only in part) use
+    keyword relevance.
     Ties are broken by the later turn clock, then by key, so the block is deterministic.
     """
     episodes = list(episodes)
@@ -276,7 +277,9 @@ def recall(
         content = visible_content(episode, reader, policy)
         if content is None:
             continue
-        rel = relevance.get(episode.key) if relevance is not None else None
+        # A semantic score describes the whole episode: used only when the reader sees the whole of it, so the
+        # ranking never depends on fields the sharing rules hide.
+        rel = relevance.get(episode.key) if relevance is not None and content == episode.text else None
         if rel is None:
             rel = keyword_relevance(query_words, content)
         rec = recency(now - episode.clock, weights.decay_lambda)
