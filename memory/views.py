@@ -195,7 +195,8 @@ def _reflections(experiment: Experiment, agent: str, *, done_only: bool = False)
 @experiment_view()
 def recall(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     agents = recall_agents(experiment)
-    form = RecallForm(request.GET or None, agents=agents)
+    # With no choice yet, show the first agent's block: the page is useful at once (and crawlable).
+    form = RecallForm(request.GET or ({"agent": agents[0]} if agents else None), agents=agents)
     context: dict[str, Any] = {"form": form, "agents": agents, "recall": None, "reflection_on": reflections.is_enabled(),
                                "reflection_off": reflections.OFF_SENTENCE, "is_curator": _may_write_notes(request)}  # fmt: skip
     if form.is_valid() and form.cleaned_data["agent"]:

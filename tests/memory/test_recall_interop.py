@@ -25,6 +25,8 @@ from memory.curation.models import Fact, Proposal
 from memory.curation.services import review_proposal
 from memory.longterm import current_long_term
 from memory.models import Episode, Reflection
+from memory.recall import render_fields
+from state.services import state_at_seq, view_as
 from tests.awp_driver import DAG_WORKFLOW
 from tests.awp_runtime import FakeLLM, Script, run_dag, run_delegation_loop
 from tests.factories import make_member, make_token
@@ -118,6 +120,10 @@ def test_recall_shows_what_sharing_allows_ranked_by_the_reference_formula(workfl
     assert not [i for i in items if i["kind"] in ("worker.complete", "board.post")]  # fact_collector is not shared
     researcher = next(i for i in items if i["agent_id"] == "researcher")
     assert "42 is even" in researcher["content"] and "Researched the number 42." in researcher["content"]
+    # The same fields the State tab shows "as seen by" the analyst.
+    dag = Run.objects.get(experiment=experiment, events__kind="state.snapshot", events__agent_id="researcher")
+    as_seen = view_as(run=dag, state=state_at_seq(run=dag)[1], agent="analyst")["researcher"]
+    assert researcher["content"] == render_fields(as_seen) and set(as_seen) == {"findings", "summary"}
     text = json.dumps(everything)
     for hidden in ("scratch notes", "sk-test-SECRET", LOOP_SECRET, LOOP_HIDDEN, "confidence\": 0.9"):
         assert hidden not in text
