@@ -87,7 +87,7 @@ def project_episodes(run: Run, events: list[Event], ctx: ProjectionContext) -> N
             text = f"[{(event.payload or {}).get('topic', '')}] {text}"
         rows.append(Episode(
             experiment=experiment, run=run, key=f"ev:{run.pk}:{event.seq}", agent_id=agent[:200], kind=event.kind,
-            turn=turn, is_public=event.kind in recall.PUBLIC_KINDS, fields=fields, text=text,
+            turn=turn, is_public=event.kind in recall.PUBLIC_KINDS, fields=fields, text=text, words=sorted(recall.words(text)),
             occurred_at=event.occurred_at or event.recorded_at,
         ))  # fmt: skip
     Episode.objects.bulk_create(rows, ignore_conflicts=True)
@@ -96,35 +96,47 @@ def project_episodes(run: Run, events: list[Event], ctx: ProjectionContext) -> N
     schedule_due_reflections(experiment)
 
 
-def load_episodes(experiment: Experiment, reader: str) -> list[recall.Episode]:
-    """Every episode of the experiment on its turn clock; other agents' outputs carry their fields for filtering."""
+def turn_clock(experiment: Experiment) -> tuple[dict[int, tuple[str, int]], int]:
+    """Each run's (run id, offset) on the experiment's turn clock, and the latest turn on it."""
     with connection.cursor() as cursor:
         cursor.execute(
-            """SELECT r.run_id, coalesce(max(e.turn), 0) + 1 FROM experiments_run r
+            """SELECT r.id, r.run_id, coalesce(max(e.turn), 0) + 1 FROM experiments_run r
                JOIN memory_episode e ON e.run_id = r.id WHERE r.experiment_id = %s
                GROUP BY r.id ORDER BY coalesce(r.started_at, min(e.occurred_at), r.created_at), r.id""",
             [experiment.pk],
         )
-        offsets = recall.turn_clock(cursor.fetchall())
-        # Own episodes and text-only ones need no fields: leaving them out keeps a 10k-episode recall cheap.
+        rows = cursor.fetchall()
+    offsets = recall.turn_clock((pk, length) for pk, _, length in rows)
+    runs = {pk: (run_id, offsets[pk]) for pk, run_id, _ in rows}
+    return runs, sum(length for _, _, length in rows) - 1 if rows else 0
+
+
+def load_episodes(
+    experiment: Experiment, reader: str, *, where: str = "", params: list[Any] | None = None,
+    runs: dict[int, tuple[str, int]] | None = None,
+) -> list[recall.Episode]:
+    """Episodes of the experiment on its turn clock (all, or those `where` selects); other agents' outputs carry
+    their fields, key-redacted, for the sharing filter."""
+    if runs is None:
+        runs, _ = turn_clock(experiment)
+    with connection.cursor() as cursor:
         cursor.execute(
-            """SELECT e.key, e.agent_id, e.kind, coalesce(r.run_id, ''), e.turn, e.text,
+            f"""SELECT e.key, e.agent_id, e.kind, e.run_id, e.turn, e.text,
                       CASE WHEN e.agent_id = %s THEN NULL ELSE e.fields END
-               FROM memory_episode e LEFT JOIN experiments_run r ON r.id = e.run_id
-               WHERE e.experiment_id = %s""",
-            [reader, experiment.pk],
+               FROM memory_episode e WHERE e.experiment_id = %s {where}""",
+            [reader, experiment.pk, *(params or [])],
         )
         rows = cursor.fetchall()
     # Django leaves jsonb undecoded on a raw cursor. Fields are rendered into text for others to read, so they
     # pass the redaction façade first (one call for all of them): a masked key never turns into prose.
     decoded = [json.loads(row[6]) if isinstance(row[6], str) else row[6] for row in rows]
     masked = iter(redact_for(experiment, [fields for fields in decoded if fields is not None]))
-    rows = [(*row[:6], next(masked) if fields is not None else None) for row, fields in zip(rows, decoded, strict=True)]
-    return [
-        recall.Episode(key=key, agent_id=agent, kind=kind, run_id=run_id, turn=turn, clock=offsets.get(run_id, 0) + turn,
-                       text=text, fields=fields, source=_source(kind, run_id, turn, agent))
-        for key, agent, kind, run_id, turn, text, fields in rows
-    ]  # fmt: skip
+    out = []
+    for (key, agent, kind, run_pk, turn, text, _), fields in zip(rows, decoded, strict=True):
+        run_id, offset = runs.get(run_pk, ("", 0))
+        out.append(recall.Episode(key=key, agent_id=agent, kind=kind, run_id=run_id, turn=turn, clock=offset + turn, text=text,
+                                  fields=next(masked) if fields is not None else None, source=_source(kind, run_id, turn, agent)))  # fmt: skip
+    return out
 
 
 def _source(kind: str, run_id: str, turn: int, agent: str) -> str:
@@ -137,44 +149,125 @@ def _source(kind: str, run_id: str, turn: int, agent: str) -> str:
 def recall_for(
     *, experiment: Experiment, agent_id: str, query: str = "", turn: int | None = None, top_k: int | None = None
 ) -> recall.RecallBlock:
-    """The recall block `agent_id` would receive now (or at `turn` on the experiment's turn clock)."""
+    """The recall block `agent_id` would receive now (or at `turn` on the experiment's turn clock).
+
+    Same result as `recall.recall` over every episode, but fast for big histories: the episodes the agent sees
+    whole (its own, the public record, outputs shared whole) are scored and cut in SQL; only what it sees in
+    part (selective rules, never_share fields present) goes through the pure filter in Python.
+    """
     weights = recall.SalienceWeights.from_config(experiment.memory_config)
     policy = state_settings(experiment.protocol).sharing
-    episodes = load_episodes(experiment, agent_id)
-    relevance = semantic_relevance(experiment, query)
-    return recall.recall(episodes, reader=agent_id, policy=policy, weights=weights, query=query, turn=turn, top_k=top_k,
-                         relevance=relevance)  # fmt: skip
+    runs, latest = turn_clock(experiment)
+    now = turn if turn is not None else latest
+    k = top_k or weights.top_k
+    whole, partial = recall.split_producers(policy, agent_id, recall_agents(experiment))
+    hidden = sorted(policy.never_share)
+    # A row naming a never_share key anywhere in its fields cannot be shown as stored: the Python path filters it.
+    patterns = ['%"' + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + '":%' for name in hidden]
+    fast = ("(e.agent_id = %(reader)s OR ((e.is_public OR e.agent_id = ANY(%(whole)s))"
+            + (" AND NOT coalesce(e.fields::text, '') LIKE ANY(%(hidden)s)))" if hidden else "))"))  # fmt: skip
+    scored, considered = _scored_in_sql(experiment, runs, weights, now, query, k, fast,
+                                        {"reader": agent_id, "whole": whole, "hidden": patterns})  # fmt: skip
+    names_hidden = "coalesce(e.fields::text, '') LIKE ANY(%s)" if hidden else "false"
+    hidden_params = [patterns] if hidden else []
+    slow = (f"AND e.agent_id <> %s AND ((NOT e.is_public AND e.agent_id = ANY(%s)) "
+            f"OR ((e.is_public OR e.agent_id = ANY(%s)) AND {names_hidden}))")  # fmt: skip
+    slow_params = [agent_id, partial, whole, *hidden_params]
+    # What the sharing rules show in part is scored in Python: only from turns where it could still make the cut.
+    threshold = scored[-1].exact if len(scored) >= k + recall.BELOW_CUT else None
+    oldest = recall.oldest_clock_that_can_rank(weights, now=now, threshold=threshold, has_query=bool(recall.words(query)))
+    if oldest is not None:
+        slow += " AND e.turn >= coalesce((%s::int[])[array_position(%s::bigint[], e.run_id)], %s)"
+        slow_params += [[oldest - offset for _, offset in runs.values()], list(runs), oldest]
+    rest = recall.score_episodes(load_episodes(experiment, agent_id, where=slow, params=slow_params, runs=runs), reader=agent_id,
+                                 policy=policy, weights=weights, now=now, query=query)  # fmt: skip
+    items, below = recall.cut([*scored, *rest], k=k)
+    return recall.RecallBlock(agent_id=agent_id, turn=now, query=query, weights=weights, items=items, below=below,
+                              considered=considered + len(rest))  # fmt: skip
 
 
-def semantic_relevance(experiment: Experiment, query: str) -> dict[str, float] | None:
-    """Cosine similarity (clipped at 0) of the query and every embedded episode, when the semantic tier is on.
+def _scored_in_sql(
+    experiment: Experiment, runs: dict[int, tuple[str, int]], weights: recall.SalienceWeights, now: int, query: str,
+    k: int, where: str, params: dict[str, Any],
+) -> tuple[list[recall.Scored], int]:
+    """The best k + BELOW_CUT of the rows `where` selects, scored by the reference formula in SQL, and their count."""
+    total = weights.relevance + weights.recency + weights.importance
+    query_words = sorted(recall.words(query))
+    kinds = list(recall.IMPORTANCE)
+    semantic = semantic_query_vector(experiment, query)
+    # Jaccard of the stored word set and the query's words, exactly as recall.keyword_relevance computes it.
+    # |query ∩ words| as a sum of one-element containments (no subquery per row); the query's words are bound
+    # one by one as q0, q1, …
+    shared = " + ".join(f"(e.words @> ARRAY[%(q{i})s]::text[])::int" for i in range(len(query_words))) or "0"
+    keyword = (f"CASE WHEN e.words && %(q)s::text[] THEN ({shared})::float8 / (cardinality(e.words) + %(nq)s - ({shared})) "
+               "ELSE 0 END")  # fmt: skip
+    relevance = f"coalesce(greatest(0, 1 - (c.embedding <=> %(vec)s::vector))::float8, {keyword})" if semantic else keyword
+    chunk = ("LEFT JOIN memory_memorychunk c ON c.experiment_id = e.experiment_id AND c.ref_key = e.key "
+             "AND c.model_name = %(model)s AND c.embedding IS NOT NULL") if semantic else ""  # fmt: skip
+    sql = f"""
+        WITH o(run_pk, off) AS (SELECT * FROM unnest(%(runs)s::bigint[], %(offs)s::int[])),
+        s AS (
+            SELECT e.key, e.agent_id, e.kind, e.run_id, e.turn, e.text, coalesce(o.off, 0) + e.turn AS clock,
+                   {relevance if query_words or semantic else "0::float8"} AS rel
+            FROM memory_episode e LEFT JOIN o ON o.run_pk = e.run_id {chunk}
+            WHERE e.experiment_id = %(exp)s AND {where}
+        ),
+        t AS (
+            SELECT *, CASE WHEN d > 700 THEN 0::float8 ELSE exp(-d) END AS rec,
+                   coalesce((%(imps)s::float8[])[array_position(%(kinds)s::text[], kind)], (%(default)s)::float8) AS imp
+            FROM (SELECT *, (%(lam)s)::float8 * greatest(0, %(now)s - clock) AS d FROM s WHERE clock <= %(now)s) decayed
+        )
+        -- exp() underflows to an error in Postgres where Python's gives 0: beyond e^-700 recency is 0.
+        SELECT key, agent_id, kind, run_id, turn, text, clock, rel, rec, imp,
+               ((%(wrel)s)::float8 * least(1, greatest(0, rel)) + (%(wrec)s)::float8 * rec + (%(wimp)s)::float8 * imp)
+                   / (%(total)s)::float8 AS sal,
+               count(*) OVER ()
+        FROM t ORDER BY sal DESC, clock DESC, key DESC LIMIT %(limit)s"""
+    named = {
+        "runs": list(runs), "offs": [offset for _, offset in runs.values()], "exp": experiment.pk, "q": query_words,
+        "nq": len(query_words), "lam": weights.decay_lambda, "now": now, "imps": [recall.IMPORTANCE[kind] for kind in kinds],
+        "kinds": kinds, "default": recall.DEFAULT_IMPORTANCE, "wrel": weights.relevance, "wrec": weights.recency,
+        "wimp": weights.importance, "total": total, "limit": k + recall.BELOW_CUT,
+        "vec": semantic or "", "model": embeddings.current_model_name() if semantic else "",
+    }  # fmt: skip
+    named.update(params)
+    named.update({f"q{i}": word for i, word in enumerate(query_words)})
+    with connection.cursor() as cursor:
+        cursor.execute(sql, named)
+        rows = cursor.fetchall()
+    out: list[recall.Scored] = []
+    for key, agent, kind, run_pk, turn, text, clock, rel, rec, imp, sal, _ in rows:
+        run_id = runs.get(run_pk, ("", 0))[0]
+        episode = recall.Episode(key=key, agent_id=agent, kind=kind, run_id=run_id, turn=turn, clock=clock, text=text,
+                                 source=_source(kind, run_id, turn, agent))  # fmt: skip
+        out.append(recall.Scored(episode, text, round(rel, 4), round(rec, 4), imp, round(sal, 4), sal))
+    return out, rows[0][-1] if rows else 0
 
-    Worker results and reflections are episodic chunks keyed like their episodes; None (keyword relevance for
-    all) when there is no query, the tier is off, or nothing is embedded yet (the model is then not even asked).
-    """
+
+def semantic_query_vector(experiment: Experiment, query: str) -> str | None:
+    """The query's vector (pgvector literal) when the semantic tier is on and the experiment has embedded
+    episodes; None otherwise (the model is then not even asked)."""
     if not query.strip() or not embeddings.is_enabled():
         return None
     model = embeddings.current_model_name()
-    where = "experiment_id = %s AND tier = 'episodic' AND model_name = %s AND embedding IS NOT NULL"
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM memory_memorychunk WHERE {where})", [experiment.pk, model])
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM memory_memorychunk WHERE experiment_id = %s AND tier = 'episodic' "
+            "AND model_name = %s AND embedding IS NOT NULL)",
+            [experiment.pk, model],
+        )
         if not cursor.fetchone()[0]:
             return None
-        try:
-            vector = vector_literal(embeddings.embed_query(query))
-        except embeddings.EmbedderDisabled:
-            return None
-        cursor.execute(
-            f"SELECT ref_key, greatest(0, 1 - (embedding <=> %s::vector)) FROM memory_memorychunk WHERE {where}",
-            [vector, experiment.pk, model],
-        )
-        return {key: float(score) for key, score in cursor.fetchall()}
+    try:
+        return vector_literal(embeddings.embed_query(query))
+    except embeddings.EmbedderDisabled:
+        return None
 
 
 def recall_agents(experiment: Experiment) -> list[str]:
     """Agents that produced episodes in this experiment (whose recall one can look at)."""
-    names = Episode.objects.filter(experiment=experiment, is_public=False).exclude(agent_id="")
-    return sorted(set(names.values_list("agent_id", flat=True).distinct()))
+    names = Episode.objects.filter(experiment=experiment, is_public=False).exclude(agent_id="").order_by()
+    return sorted(names.values_list("agent_id", flat=True).distinct())
 
 
 def recall_data(experiment: Experiment, block: recall.RecallBlock) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
@@ -196,6 +197,7 @@ class Episode(models.Model):
     is_public = models.BooleanField(default=False, help_text="part of the public record every agent sees")
     fields = models.JSONField(null=True, blank=True, help_text="the structured output, as stored in the ledger")
     text = models.TextField(help_text="the content its producer recalls (key-redacted when projected)")
+    words = ArrayField(models.TextField(), default=list, blank=True, help_text="the word set of text (keyword relevance in SQL)")
     reflection = models.ForeignKey("Reflection", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     occurred_at = models.DateTimeField(null=True, blank=True)
 

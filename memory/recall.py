@@ -188,6 +188,7 @@ class Scored:
     recency: float
     importance: float
     salience: float
+    exact: float = 0.0  # the unrounded salience the ranking uses
 
 
 @dataclass
@@ -249,28 +250,23 @@ def visible_content(episode: Episode, reader: str, policy: SharingPolicy) -> str
     return render_fields(shown)
 
 
-def recall(
+def score_episodes(
     episodes: Iterable[Episode],
     *,
     reader: str,
     policy: SharingPolicy,
     weights: SalienceWeights,
+    now: int,
     query: str = "",
-    turn: int | None = None,
-    top_k: int | None = None,
     relevance: Mapping[str, float] | None = None,
-) -> RecallBlock:
-    """Score every episode `reader` may see at `turn` (default: the latest) and keep the top-k.
+) -> list[Scored]:
+    """Every episode `reader` may see at turn `now`, with the content it sees and its four scores.
 
     `relevance` may carry semantic scores by episode key; episodes without one (or seen only in part) use
     keyword relevance.
-    Ties are broken by the later turn clock, then by key, so the block is deterministic.
     """
-    episodes = list(episodes)
-    now = turn if turn is not None else max((e.clock for e in episodes), default=0)
-    k = top_k or weights.top_k
     query_words = words(query)
-    scored: list[tuple[float, int, str, Scored]] = []
+    scored: list[Scored] = []
     for episode in episodes:
         if episode.clock > now:
             continue  # not yet happened at the recalled turn
@@ -285,11 +281,66 @@ def recall(
         rec = recency(now - episode.clock, weights.decay_lambda)
         imp = importance(episode.kind)
         total = salience(rel, rec, imp, weights)
-        scored.append((total, episode.clock, episode.key, Scored(episode, content, round(rel, 4), round(rec, 4), imp, round(total, 4))))
-    ranked = heapq.nlargest(k + BELOW_CUT, scored, key=lambda row: (row[0], row[1], row[2]))
-    top = sorted((row[3] for row in ranked[:k]), key=lambda s: (s.episode.clock, s.episode.key))
-    return RecallBlock(agent_id=reader, turn=now, query=query, weights=weights, items=top,
-                       below=[row[3] for row in ranked[k:]], considered=len(scored))  # fmt: skip
+        scored.append(Scored(episode, content, round(rel, 4), round(rec, 4), imp, round(total, 4), total))
+    return scored
+
+
+def cut(scored: Iterable[Scored], *, k: int) -> tuple[list[Scored], list[Scored]]:
+    """The top k (in turn order, as the prompt reads them) and the BELOW_CUT next ones (best first).
+
+    Ties are broken by the later turn clock, then by key, so the block is deterministic.
+    """
+    ranked = heapq.nlargest(k + BELOW_CUT, scored, key=lambda s: (s.exact, s.episode.clock, s.episode.key))
+    top = sorted(ranked[:k], key=lambda s: (s.episode.clock, s.episode.key))
+    return top, ranked[k:]
+
+
+def recall(
+    episodes: Iterable[Episode],
+    *,
+    reader: str,
+    policy: SharingPolicy,
+    weights: SalienceWeights,
+    query: str = "",
+    turn: int | None = None,
+    top_k: int | None = None,
+    relevance: Mapping[str, float] | None = None,
+) -> RecallBlock:
+    """The recall block of `reader` at `turn` (default: the latest episode's turn): the reference implementation."""
+    episodes = list(episodes)
+    now = turn if turn is not None else max((e.clock for e in episodes), default=0)
+    scored = score_episodes(episodes, reader=reader, policy=policy, weights=weights, now=now, query=query, relevance=relevance)
+    items, below = cut(scored, k=top_k or weights.top_k)
+    return RecallBlock(agent_id=reader, turn=now, query=query, weights=weights, items=items, below=below, considered=len(scored))
+
+
+def split_producers(policy: SharingPolicy, reader: str, producers: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Other producers whose outputs `reader` sees whole (bar never_share fields) and those it sees in part."""
+    whole, partial = [], []
+    for producer in producers:
+        if producer == reader:
+            continue
+        allowed = policy.visible_fields(producer, reader)
+        if allowed is None and not policy.unshareable.get(producer):
+            whole.append(producer)
+        elif allowed is None or allowed:
+            partial.append(producer)
+    return whole, partial
+
+
+def oldest_clock_that_can_rank(weights: SalienceWeights, *, now: int, threshold: float | None, has_query: bool) -> int | None:
+    """The oldest turn at which an episode could still score ≥ `threshold` (the k + BELOW_CUT-th best so far);
+    None when no bound holds (every episode must be scored). Exact: uses the largest relevance and importance."""
+    total = weights.relevance + weights.recency + weights.importance
+    if threshold is None or weights.recency <= 0 or weights.decay_lambda <= 0 or total <= 0:
+        return None
+    best_rest = weights.relevance * (1.0 if has_query else 0.0) + weights.importance * max(1.0, *IMPORTANCE.values())
+    needed = (threshold * total - best_rest) / weights.recency - 1e-9  # the recency it takes; slack keeps ties
+    if needed <= 0:
+        return None
+    if needed > 1:
+        return now + 1  # even the current turn cannot reach it
+    return now - math.floor(-math.log(needed) / weights.decay_lambda)
 
 
 def render_block(items: Iterable[Scored]) -> str:

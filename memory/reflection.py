@@ -207,7 +207,7 @@ def _store(reflection: Reflection, belief: str, answer: str) -> None:
     Episode.objects.create(
         experiment=experiment, run=last.run if last else None, key=f"refl:{reflection.pk}", agent_id=reflection.agent_id,
         kind="reflection", turn=last.turn if last else 0, is_public=True, fields={"belief": belief}, text=belief,
-        reflection=reflection, occurred_at=now,
+        words=sorted(recall.words(belief)), reflection=reflection, occurred_at=now,
     )  # fmt: skip
     upsert_chunk(experiment=experiment, tier=MemoryChunk.Tier.EPISODIC, ref_key=f"refl:{reflection.pk}",
                  source=f"reflection of {reflection.agent_id}", content=belief, agent_id=reflection.agent_id, occurred_at=now)  # fmt: skip

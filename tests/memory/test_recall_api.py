@@ -118,3 +118,65 @@ def test_recall_page_roles_and_partial(client, seeded) -> None:
     assert client.post(f"{url}reflect/", {"agent": "writer"}).status_code == 403
     client.force_login(make_member(make_experiment(), "owner"))
     assert client.get(url).status_code == 404
+
+
+SCENARIOS = {
+    "selective": PROTOCOL,
+    "full+never_share": "state:\n  sharing: {strategy: full, never_share: [internal_reasoning]}\n",
+    "full": "state:\n  sharing: {strategy: full}\n",
+    "isolated": "state:\n  sharing:\n    strategy: isolated\n    share_input: {writer: [researcher.findings]}\n"
+                "    never_share: [reasoning]\n",
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_the_sql_path_equals_the_pure_reference(scenario) -> None:
+    from memory import recall as pure
+    from memory.episodes import load_episodes, recall_for
+    from state.config import state_settings
+
+    text = SCENARIOS[scenario]
+    experiment = make_experiment(protocol_yaml=text, protocol=parse_protocol(text))
+    for _ in range(2):
+        run = make_run(experiment)
+        append_events(run, [
+            EventIn("run.start", "key:start", {"task": "Learn about bananas."}),
+            *[EventIn("worker.complete", f"key:{agent}{i}", {"summary": f"{agent} says bananas {i} report",
+                      "findings": [f"fact {i}"], "internal_reasoning": f"hidden {agent} {i}"}, agent_id=agent, iteration=i)
+              for i in range(1, 4) for agent in ("researcher", "writer", "other")],
+            EventIn("iteration.decision", "key:d", {"decision": "complete", "reasoning": "enough bananas"}, iteration=3),
+            EventIn("run.complete", "key:end", {"status": "complete", "total_iterations": 3}),
+        ])  # fmt: skip
+    policy = state_settings(experiment.protocol).sharing
+    for reader in ("researcher", "writer", "other", "stranger"):
+        for query in ("", "bananas report 2", "hidden"):
+            for turn, top_k in ((None, 4), (5, 3), (None, 30)):
+                fast = recall_for(experiment=experiment, agent_id=reader, query=query, turn=turn, top_k=top_k)
+                slow = pure.recall(load_episodes(experiment, reader), reader=reader, policy=policy,
+                                   weights=pure.SalienceWeights(), query=query, turn=turn, top_k=top_k)  # fmt: skip
+                case = (scenario, reader, query, turn, top_k)
+                assert fast.turn == slow.turn and fast.considered == slow.considered, case
+                assert [(s.episode.key, s.content, s.salience) for s in fast.items] == \
+                       [(s.episode.key, s.content, s.salience) for s in slow.items], case  # fmt: skip
+                assert [s.episode.key for s in fast.below] == [s.episode.key for s in slow.below], case
+                assert [(s.relevance, s.recency) for s in fast.items] == [(s.relevance, s.recency) for s in slow.items], case
+
+
+def test_a_long_history_prunes_old_partial_episodes_without_changing_the_block() -> None:
+    from memory import recall as pure
+    from memory.episodes import load_episodes, recall_for
+    from state.config import state_settings
+
+    experiment = make_experiment(protocol_yaml=PROTOCOL, protocol=parse_protocol(PROTOCOL))
+    append_events(make_run(experiment), [
+        EventIn("worker.complete", f"key:{agent}{i}", {"summary": f"{agent} bananas {i}", "findings": [f"fact {i % 7}"]},
+                agent_id=agent, iteration=i)
+        for i in range(1, 121) for agent in ("researcher", "writer")
+    ])  # fmt: skip
+    policy = state_settings(experiment.protocol).sharing
+    for query in ("", "fact 3", "bananas 7"):
+        fast = recall_for(experiment=experiment, agent_id="writer", query=query)
+        slow = pure.recall(load_episodes(experiment, "writer"), reader="writer", policy=policy,
+                           weights=pure.SalienceWeights(top_k=2), query=query)  # fmt: skip
+        assert [(s.episode.key, s.salience) for s in fast.items + fast.below] == \
+               [(s.episode.key, s.salience) for s in slow.items + slow.below], query  # fmt: skip

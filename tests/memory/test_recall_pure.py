@@ -209,3 +209,13 @@ def test_reflection_prompt_lists_every_episode(contents) -> None:
     assert messages[0]["content"].startswith(recall.REFLECTION_MARK)
     for content in contents:
         assert " ".join(content.split()) in messages[1]["content"]
+
+
+@given(weights_st.filter(lambda w: w.recency > 0.05 and w.decay_lambda > 0.01), st.integers(0, 500),
+       st.floats(min_value=0.3, max_value=1), st.booleans(), st.integers(1, 500), unit)  # fmt: skip
+def test_episodes_older_than_the_bound_cannot_reach_the_threshold(weights, now, threshold, has_query, older, imp) -> None:
+    oldest = recall.oldest_clock_that_can_rank(weights, now=now, threshold=threshold, has_query=has_query)
+    assume(oldest is not None)
+    clock = oldest - older
+    best = recall.salience(1.0 if has_query else 0.0, recall.recency(now - clock, weights.decay_lambda), imp, weights)
+    assert best < threshold
