@@ -166,8 +166,17 @@ def recall_for(
     patterns = ['%"' + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + '":%' for name in hidden]
     fast = ("(e.agent_id = %(reader)s OR ((e.is_public OR e.agent_id = ANY(%(whole)s))"
             + (" AND NOT coalesce(e.fields::text, '') LIKE ANY(%(hidden)s)))" if hidden else "))"))  # fmt: skip
-    scored, considered = _scored_in_sql(experiment, runs, weights, now, query, k, fast,
-                                        {"reader": agent_id, "whole": whole, "hidden": patterns})  # fmt: skip
+    params = {"reader": agent_id, "whole": whole, "hidden": patterns}
+    semantic = semantic_query_vector(experiment, query)
+    limit = k + recall.BELOW_CUT
+    # Recent turns first: their (k + BELOW_CUT)-th best is a floor the whole history must beat, so episodes too
+    # old to reach it (and sharing no word with the query) are never scored.
+    scored = _scored_in_sql(experiment, runs, weights, now, query, k, fast, params, semantic=semantic,
+                            min_clock=now - 4 * limit, or_words=False)  # fmt: skip
+    floor = scored[-1].exact if len(scored) >= limit else None
+    oldest = recall.oldest_clock_that_can_rank(weights, now=now, threshold=floor, has_query=semantic is not None)
+    scored = _scored_in_sql(experiment, runs, weights, now, query, k, fast, params, semantic=semantic,
+                            min_clock=oldest, or_words=True)  # fmt: skip
     names_hidden = "coalesce(e.fields::text, '') LIKE ANY(%s)" if hidden else "false"
     hidden_params = [patterns] if hidden else []
     slow = (f"AND e.agent_id <> %s AND ((NOT e.is_public AND e.agent_id = ANY(%s)) "
@@ -182,19 +191,23 @@ def recall_for(
     rest = recall.score_episodes(load_episodes(experiment, agent_id, where=slow, params=slow_params, runs=runs), reader=agent_id,
                                  policy=policy, weights=weights, now=now, query=query)  # fmt: skip
     items, below = recall.cut([*scored, *rest], k=k)
-    return recall.RecallBlock(agent_id=agent_id, turn=now, query=query, weights=weights, items=items, below=below,
-                              considered=considered + len(rest))  # fmt: skip
+    return recall.RecallBlock(agent_id=agent_id, turn=now, query=query, weights=weights, items=items, below=below)
 
 
 def _scored_in_sql(
     experiment: Experiment, runs: dict[int, tuple[str, int]], weights: recall.SalienceWeights, now: int, query: str,
-    k: int, where: str, params: dict[str, Any],
-) -> tuple[list[recall.Scored], int]:
-    """The best k + BELOW_CUT of the rows `where` selects, scored by the reference formula in SQL, and their count."""
+    k: int, where: str, params: dict[str, Any], *, semantic: str | None, min_clock: int | None, or_words: bool,
+) -> list[recall.Scored]:
+    """The best k + BELOW_CUT of the rows `where` selects, scored by the reference formula in SQL.
+
+    `min_clock` leaves out older rows (also those sharing a query word unless `or_words`) before scoring.
+    """
     total = weights.relevance + weights.recency + weights.importance
     query_words = sorted(recall.words(query))
     kinds = list(recall.IMPORTANCE)
-    semantic = semantic_query_vector(experiment, query)
+    recent = ""
+    if min_clock is not None:
+        recent = " AND (coalesce(o.off, 0) + e.turn >= %(min_clock)s" + (" OR e.words && %(q)s::text[])" if or_words and query_words else ")")
     # Jaccard of the stored word set and the query's words, exactly as recall.keyword_relevance computes it.
     # |query ∩ words| as a sum of one-element containments (no subquery per row); the query's words are bound
     # one by one as q0, q1, …
@@ -210,7 +223,7 @@ def _scored_in_sql(
             SELECT e.key, e.agent_id, e.kind, e.run_id, e.turn, e.text, coalesce(o.off, 0) + e.turn AS clock,
                    {relevance if query_words or semantic else "0::float8"} AS rel
             FROM memory_episode e LEFT JOIN o ON o.run_pk = e.run_id {chunk}
-            WHERE e.experiment_id = %(exp)s AND {where}
+            WHERE e.experiment_id = %(exp)s AND {where}{recent}
         ),
         t AS (
             SELECT *, CASE WHEN d > 700 THEN 0::float8 ELSE exp(-d) END AS rec,
@@ -220,15 +233,14 @@ def _scored_in_sql(
         -- exp() underflows to an error in Postgres where Python's gives 0: beyond e^-700 recency is 0.
         SELECT key, agent_id, kind, run_id, turn, text, clock, rel, rec, imp,
                ((%(wrel)s)::float8 * least(1, greatest(0, rel)) + (%(wrec)s)::float8 * rec + (%(wimp)s)::float8 * imp)
-                   / (%(total)s)::float8 AS sal,
-               count(*) OVER ()
+                   / (%(total)s)::float8 AS sal
         FROM t ORDER BY sal DESC, clock DESC, key DESC LIMIT %(limit)s"""
     named = {
         "runs": list(runs), "offs": [offset for _, offset in runs.values()], "exp": experiment.pk, "q": query_words,
         "nq": len(query_words), "lam": weights.decay_lambda, "now": now, "imps": [recall.IMPORTANCE[kind] for kind in kinds],
         "kinds": kinds, "default": recall.DEFAULT_IMPORTANCE, "wrel": weights.relevance, "wrec": weights.recency,
         "wimp": weights.importance, "total": total, "limit": k + recall.BELOW_CUT,
-        "vec": semantic or "", "model": embeddings.current_model_name() if semantic else "",
+        "vec": semantic or "", "model": embeddings.current_model_name() if semantic else "", "min_clock": min_clock,
     }  # fmt: skip
     named.update(params)
     named.update({f"q{i}": word for i, word in enumerate(query_words)})
@@ -236,12 +248,12 @@ def _scored_in_sql(
         cursor.execute(sql, named)
         rows = cursor.fetchall()
     out: list[recall.Scored] = []
-    for key, agent, kind, run_pk, turn, text, clock, rel, rec, imp, sal, _ in rows:
+    for key, agent, kind, run_pk, turn, text, clock, rel, rec, imp, sal in rows:
         run_id = runs.get(run_pk, ("", 0))[0]
         episode = recall.Episode(key=key, agent_id=agent, kind=kind, run_id=run_id, turn=turn, clock=clock, text=text,
                                  source=_source(kind, run_id, turn, agent))  # fmt: skip
         out.append(recall.Scored(episode, text, round(rel, 4), round(rec, 4), imp, round(sal, 4), sal))
-    return out, rows[0][-1] if rows else 0
+    return out
 
 
 def semantic_query_vector(experiment: Experiment, query: str) -> str | None:
@@ -284,6 +296,6 @@ def recall_data(experiment: Experiment, block: recall.RecallBlock) -> dict[str, 
 
     return {
         "agent_id": block.agent_id, "turn": block.turn, "query": block.query, "top_k": len(block.items),
-        "considered": block.considered, "items": [item(s) for s in block.items], "below_cut": [item(s) for s in block.below],
+        "items": [item(s) for s in block.items], "below_cut": [item(s) for s in block.below],
         "block": redact_text_for(experiment, block.block),
     }  # fmt: skip

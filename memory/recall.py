@@ -201,7 +201,6 @@ class RecallBlock:
     weights: SalienceWeights
     items: list[Scored] = field(default_factory=list)
     below: list[Scored] = field(default_factory=list)
-    considered: int = 0
 
     @property
     def block(self) -> str:
@@ -311,7 +310,7 @@ def recall(
     now = turn if turn is not None else max((e.clock for e in episodes), default=0)
     scored = score_episodes(episodes, reader=reader, policy=policy, weights=weights, now=now, query=query, relevance=relevance)
     items, below = cut(scored, k=top_k or weights.top_k)
-    return RecallBlock(agent_id=reader, turn=now, query=query, weights=weights, items=items, below=below, considered=len(scored))
+    return RecallBlock(agent_id=reader, turn=now, query=query, weights=weights, items=items, below=below)
 
 
 def split_producers(policy: SharingPolicy, reader: str, producers: Iterable[str]) -> tuple[list[str], list[str]]:
