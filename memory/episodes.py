@@ -67,8 +67,11 @@ def project_episodes(run: Run, events: list[Event], ctx: ProjectionContext) -> N
     picked = [(event, found) for event in events if event.kind in recall.EPISODE_KINDS and (found := _fields(event))]
     if not picked:
         return
-    known = Episode.objects.filter(run=run).aggregate(top=Max("turn"))["top"] or 0
-    steps = Episode.objects.filter(run=run, kind="state.snapshot").count()
+    # Two lookups only when a batch needs them (a DAG step's number, an event without an iteration).
+    kinds_needing_turn = {event.kind for event, _ in picked if event.iteration is None} - {"run.start", "state.snapshot"}
+    known = (Episode.objects.filter(run=run).aggregate(top=Max("turn"))["top"] or 0) if kinds_needing_turn else 0
+    has_steps = any(event.kind == "state.snapshot" for event, _ in picked)
+    steps = Episode.objects.filter(run=run, kind="state.snapshot").count() if has_steps else 0
     experiment = run.experiment
     # One façade call for the whole batch: episode texts are stored key-redacted, so relevance never matches a secret.
     redacted = redact_for(experiment, [fields for _, (_, fields) in picked])
