@@ -207,7 +207,7 @@ class Episode(models.Model):
         indexes = [
             models.Index(fields=["experiment", "agent_id", "kind"]),
             models.Index(fields=["experiment", "is_public"]),
-            models.Index(fields=["run", "kind"]),
+            models.Index(fields=["run", "turn"]),
         ]
 
     def __str__(self) -> str:
