@@ -185,6 +185,10 @@ AWP_POOL_PROPOSAL_TTL = float(os.environ.get("AWP_POOL_PROPOSAL_TTL", str(7 * 24
 AWP_POOL_NATS_URL = os.environ.get("AWP_POOL_NATS_URL", "nats://127.0.0.1:4222")
 AWP_POOL_STREAM = os.environ.get("AWP_POOL_STREAM", "AWP_POOL")
 AWP_POOL_SUBJECT = os.environ.get("AWP_POOL_SUBJECT", "awp.pool.envelopes")
+# Reflections: an OpenAI-compatible chat endpoint, named as the AWP runtime names it; unset → reflection off.
+LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "").strip()
+LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
+AWP_REFLECTION_MODEL = os.environ.get("AWP_REFLECTION_MODEL", "gpt-4o-mini")
 
 LOGGING = {
     "version": 1,

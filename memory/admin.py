@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from memory.models import AccessAudit, MemoryChunk, MemoryDocument, MemoryEntry, Note
+from memory.models import AccessAudit, Episode, MemoryChunk, MemoryDocument, MemoryEntry, Note, Reflection
 
 
 @admin.register(MemoryDocument)
@@ -49,4 +49,30 @@ class AccessAuditAdmin(admin.ModelAdmin):
     search_fields = ("agent_id", "detail")
 
     def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(Episode)
+class EpisodeAdmin(admin.ModelAdmin):
+    """Read-only: episodes are a projection of the ledger (re-project runs to rebuild them)."""
+
+    list_display = ("experiment", "key", "kind", "agent_id", "turn", "is_public")
+    list_filter = ("kind", "is_public")
+    search_fields = ("experiment__slug", "agent_id", "key")
+    exclude = ("fields", "words")  # the raw output stays in the ledger; `text` is the key-redacted rendering
+    readonly_fields = ("experiment", "run", "key", "agent_id", "kind", "turn", "is_public", "text", "reflection", "occurred_at")
+
+    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(Reflection)
+class ReflectionAdmin(admin.ModelAdmin):
+    list_display = ("experiment", "agent_id", "status", "trigger", "attempts", "model", "created_at", "completed_at")
+    list_filter = ("status", "trigger")
+    search_fields = ("experiment__slug", "agent_id", "belief")
+    readonly_fields = ("experiment", "agent_id", "status", "trigger", "seen", "episode_keys", "model", "prompt", "answer",
+                       "belief", "error", "attempts", "next_retry_at", "proposal", "created_at", "completed_at")  # fmt: skip
+
+    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
         return False

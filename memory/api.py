@@ -26,8 +26,10 @@ from experiments.projections import IngestRefused, ProjectionContext
 from memory import search as memory_search
 from memory.access import TARGET_TIER
 from memory.documents import truncate_for_injection
+from memory.episodes import recall_data, recall_for
 from memory.longterm import current_long_term, long_term_history
 from memory.models import MemoryEntry
+from memory.recall import RecallConfigError
 from memory.services import Actor, MemoryDenied, check_access, write_memory
 from state.services_redaction import redact_for, redact_text_for, redactor_for
 
@@ -70,6 +72,13 @@ class ReadIn(Schema):
     target: Literal["long_term", "daily", "dates"] = "long_term"
     date: str | None = None
     inject: bool = False
+
+
+class RecallIn(Schema):
+    agent_id: str = ""
+    query: str = Field(default="", max_length=2000)
+    turn: int | None = Field(default=None, ge=0)
+    top_k: int | None = Field(default=None, ge=1, le=100)
 
 
 class PriorIn(Schema):
@@ -251,6 +260,19 @@ def _long_term_max_chars(experiment: Experiment) -> int:
     config = experiment.memory_config
     value = config.get("long_term_max_tokens") or (config.get("long_term") or {}).get("max_tokens") or 2000
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 2000
+
+
+@router.post("/experiments/{slug}/memory/recall", response=Envelope, openapi_extra=_doc(RecallIn))
+@tool(RecallIn)
+def recall_block(request: HttpRequest, slug: str, body: RecallIn) -> HttpResponse:
+    experiment = experiment_for(request, slug, scope="memory:read")
+    actor = actor_for(request, body.agent_id)
+    check_access(experiment=experiment, actor=actor, tier="episodic", action="read")
+    try:
+        block = recall_for(experiment=experiment, agent_id=actor.agent_id, query=body.query, turn=body.turn, top_k=body.top_k)
+    except RecallConfigError as exc:
+        return envelope(422, error=f"The protocol's memory settings cannot be used: {exc}", code="invalid_memory_config")
+    return envelope(200, redact_for(experiment, recall_data(experiment, block)))
 
 
 @router.post("/experiments/{slug}/memory/prior", response=Envelope, openapi_extra=_doc(PriorIn))

@@ -7,12 +7,14 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         from experiments.projections import register_file_handler, register_projector
-        from memory import projectors
+        from memory import episodes, projectors
         from memory.chunks import remask_chunks
         from state.secrets import on_new_secrets
 
         register_projector("worker.complete", projectors.project_worker_results, name="memory.worker_results")
         register_projector("memory.write", projectors.project_memory_writes, name="memory.writes")
+        # Episodes come from several kinds (results, DAG steps, decisions, run start/end): one pass over the batch.
+        register_projector("", episodes.project_episodes, name="memory.episodes")
         register_file_handler("long_term", projectors.handle_long_term_file)
         register_file_handler("daily", projectors.handle_daily_file)
         on_new_secrets(remask_chunks)  # a secret learnt after a chunk was stored is masked in it too

@@ -34,3 +34,19 @@ class SearchForm(forms.Form):
     end = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     agents = forms.CharField(required=False, max_length=1000, label="Agents", help_text="comma-separated agent ids")
     max_results = forms.IntegerField(min_value=1, max_value=100, initial=20, required=False)
+
+
+class RecallForm(forms.Form):
+    agent = forms.ChoiceField(label="Agent", required=False)
+    q = forms.CharField(
+        required=False, max_length=2000, label="Query",
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "what the agent is thinking about (optional)"}),
+    )  # fmt: skip
+    turn = forms.IntegerField(required=False, min_value=0, label="At turn", help_text="on the experiment's turn clock; empty: now")
+    top_k = forms.IntegerField(required=False, min_value=1, max_value=100, label="Top k", help_text="empty: the protocol's top_k")
+
+    def __init__(self, *args: object, agents: list[str], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["agent"].choices = [(a, a) for a in agents]
+        if agents and not self.is_bound:
+            self.initial["agent"] = agents[0]

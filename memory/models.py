@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
@@ -182,3 +183,65 @@ class AccessAudit(models.Model):
     def __str__(self) -> str:
         verdict = "allowed" if self.allowed else "denied"
         return f"{self.action} {self.tier} by {self.agent_id or self.user_id}: {verdict}"
+
+
+class Episode(models.Model):
+    """One recallable episode of an experiment's agents, projected from the ledger (or a finished reflection)."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="episodes")
+    run = models.ForeignKey("experiments.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=100, help_text="ev:<run pk>:<seq> for ledger events, refl:<id> for reflections")
+    agent_id = models.CharField(max_length=200, blank=True, help_text="the producer; empty for run-level events")
+    kind = models.CharField(max_length=64)
+    turn = models.IntegerField(default=0, help_text="iteration (delegation loop) or DAG step within the run")
+    is_public = models.BooleanField(default=False, help_text="part of the public record every agent sees")
+    fields = models.JSONField(null=True, blank=True, help_text="the structured output, as stored in the ledger")
+    text = models.TextField(help_text="the content its producer recalls (key-redacted when projected)")
+    words = ArrayField(models.TextField(), default=list, blank=True, help_text="the word set of text (keyword relevance in SQL)")
+    reflection = models.ForeignKey("Reflection", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    occurred_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["experiment", "run", "turn", "pk"]
+        constraints = [models.UniqueConstraint(fields=["experiment", "key"], name="episode_key_unique")]
+        indexes = [
+            models.Index(fields=["experiment", "agent_id", "kind"]),
+            models.Index(fields=["experiment", "is_public"]),
+            models.Index(fields=["run", "turn"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.agent_id or 'run'} ({self.key})"
+
+
+class Reflection(models.Model):
+    """One request to compact an agent's recent episodes into a belief, with its provenance and outcome."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+        FAILED = "failed"
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="reflections")
+    agent_id = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    trigger = models.CharField(max_length=16, help_text="every | manual | command")
+    seen = models.PositiveIntegerField(default=0, help_text="episodes the agent had seen when this was asked")
+    episode_keys = models.JSONField(default=list, help_text="the episodes compacted (provenance)")
+    model = models.CharField(max_length=200, blank=True)
+    prompt = models.JSONField(default=list, help_text="the chat messages sent, masked")
+    answer = models.TextField(blank=True, help_text="the endpoint's raw answer, masked")
+    belief = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    next_retry_at = models.DateTimeField(null=True, blank=True)
+    proposal = models.ForeignKey("curation.Proposal", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["experiment", "-created_at", "-pk"]
+        indexes = [models.Index(fields=["experiment", "agent_id", "status"])]
+
+    def __str__(self) -> str:
+        return f"reflection of {self.agent_id} ({self.status})"

@@ -14,11 +14,9 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
 from experiments.models import Experiment
-from memory import embeddings
-from memory.salience import Candidate, Weights, rank
+from memory import embeddings, recall
 
 MODES = ("keyword", "semantic", "date_range", "agent_filter")
 SEARCH_TIERS = ("long_term", "working", "episodic", "semantic", "notes", "shared")
@@ -124,7 +122,7 @@ def search_memory(experiment: Experiment, request: SearchRequest) -> SearchResul
     if "shared" in request.effective_tiers and request.mode == "keyword":
         result = _with_shared(experiment, request, result)
     if request.salience:
-        result.hits = _by_salience(result.hits, request.max_results)
+        result.hits = _by_salience(experiment, result.hits, request.max_results)
     return result
 
 
@@ -281,8 +279,19 @@ def semantic_query(
     return strategy, _hits(rows)
 
 
-def _by_salience(hits: list[SearchHit], k: int) -> list[SearchHit]:
-    now = timezone.now()
-    by_key = {str(hit.chunk_id): hit for hit in hits}
-    candidates = [Candidate(str(hit.chunk_id), hit.score, hit.timestamp, hit.tier) for hit in hits]
-    return [by_key[c.key] for c in rank(candidates, now, Weights(), k)]
+def _by_salience(experiment: Experiment, hits: list[SearchHit], k: int) -> list[SearchHit]:
+    """Re-rank hits with the one salience function: the search score as relevance, recency in steps of time
+    (the newest hit is the current turn, each older distinct moment one turn back), importance by tier."""
+    try:
+        weights = recall.SalienceWeights.from_config(experiment.memory_config)
+    except recall.RecallConfigError:
+        weights = recall.SalienceWeights()
+    moments = sorted({hit.timestamp for hit in hits if hit.timestamp is not None}, reverse=True)
+    age = {moment: index for index, moment in enumerate(moments)}
+
+    def score(hit: SearchHit) -> float:
+        steps = age.get(hit.timestamp, len(moments)) if hit.timestamp is not None else len(moments)
+        rec = recall.recency(steps, weights.decay_lambda)
+        return recall.salience(hit.score, rec, recall.TIER_IMPORTANCE.get(hit.tier, recall.DEFAULT_IMPORTANCE), weights)
+
+    return sorted(hits, key=lambda hit: (-score(hit), hit.chunk_id))[:k]

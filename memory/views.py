@@ -1,4 +1,4 @@
-"""The Memory tab: sub-tabs Long-term, Curated, Working, Episodic, Notes, Search, Audit (each its own URL)."""
+"""The Memory tab: sub-tabs Long-term, Curated, Working, Episodic, Recall, Notes, Search, Audit (each its own URL)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import select_template
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -18,9 +19,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from experiments.access import experiment_view
 from experiments.models import Event, Experiment, Membership
 from experiments.views import render_tab
+from memory import reflection as reflections
 from memory import search as memory_search
 from memory.documents import diff_lines
-from memory.forms import LongTermEditForm, NoteForm, SearchForm
+from memory.episodes import recall_agents, recall_data, recall_for
+from memory.forms import LongTermEditForm, NoteForm, RecallForm, SearchForm
 from memory.highlight import highlight
 from memory.longterm import (
     current_long_term,
@@ -30,7 +33,8 @@ from memory.longterm import (
     write_long_term_version,
 )
 from memory.markdown import render_markdown
-from memory.models import AccessAudit, MemoryEntry, Note
+from memory.models import AccessAudit, MemoryEntry, Note, Reflection
+from memory.recall import RecallConfigError
 from memory.services import save_note
 from memory.working import summarize_result
 from state.services_redaction import Redactor, redact_text_for, redactor_for
@@ -171,7 +175,7 @@ def _month(chosen: date, days_with_entries: set[date]) -> list[list[dict[str, An
 @experiment_view()
 def episodic(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     results = Event.objects.filter(run__experiment=experiment, kind="worker.complete")
-    agents = sorted(set(results.exclude(agent_id="").values_list("agent_id", flat=True)))
+    agents = sorted(set(results.exclude(agent_id="").values_list("agent_id", flat=True)) | set(recall_agents(experiment)))
     agent = request.GET.get("agent") or (agents[0] if agents else "")
     outputs = []
     redactor = redactor_for(experiment)
@@ -179,7 +183,63 @@ def episodic(request: HttpRequest, experiment: Experiment) -> HttpResponse:
         payload = redactor.value(event.payload if isinstance(event.payload, dict) else {})
         summary = redactor.text(summarize_result(payload))  # a repr of a nested value is masked as text too
         outputs.append({"event": event, "summary": summary, "confidence": payload.get("confidence")})
-    return _tab(request, experiment, "episodic", agents=agents, agent=agent, outputs=outputs)
+    return _tab(request, experiment, "episodic", agents=agents, agent=agent, outputs=outputs,
+                reflections=_reflections(experiment, agent, done_only=True))  # fmt: skip
+
+
+def _reflections(experiment: Experiment, agent: str, *, done_only: bool = False) -> list[dict[str, Any]]:
+    """An agent's reflections, newest first, with every text through the redaction façade."""
+    rows = Reflection.objects.filter(experiment=experiment, agent_id=agent).select_related("proposal")
+    if done_only:
+        rows = rows.filter(status=Reflection.Status.DONE)
+    return [
+        {"row": r, "belief": redact_text_for(experiment, r.belief), "error": redact_text_for(experiment, r.error),
+         "episodes": len(r.episode_keys), "proposal": r.proposal}
+        for r in rows[:50]
+    ]  # fmt: skip
+
+
+@require_GET
+@experiment_view()
+def recall(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    agents = recall_agents(experiment)
+    # With no choice yet, show the first agent's block: the page is useful at once (and crawlable).
+    form = RecallForm(request.GET or ({"agent": agents[0]} if agents else None), agents=agents)
+    context: dict[str, Any] = {"form": form, "agents": agents, "recall": None, "reflection_on": reflections.is_enabled(),
+                               "reflection_off": reflections.OFF_SENTENCE, "is_curator": _may_write_notes(request)}  # fmt: skip
+    if form.is_valid() and form.cleaned_data["agent"]:
+        data = form.cleaned_data
+        try:
+            block = recall_for(experiment=experiment, agent_id=data["agent"], query=data["q"], turn=data["turn"], top_k=data["top_k"])
+        except RecallConfigError as exc:
+            context["recall_error"] = f"The protocol's memory settings cannot be used: {exc}"
+        else:
+            context["recall"] = recall_data(experiment, block)
+            context["reflections"] = _reflections(experiment, data["agent"])
+    if request.htmx and request.htmx.target == "recall-result":
+        return render(request, "memory/_recall.html#result", {"experiment": experiment, **context})
+    return _tab(request, experiment, "recall", **context)
+
+
+@require_POST
+@experiment_view(CURATOR)
+def reflect_now(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    agent = request.POST.get("agent", "")
+    if agent not in recall_agents(experiment):
+        raise Http404("No such agent in this experiment.")
+    if not reflections.is_enabled():
+        messages.error(request, reflections.OFF_SENTENCE)
+    else:
+        try:
+            summary = reflections.reflect_experiment(experiment=experiment, agent_id=agent, force=True, trigger="manual")
+        except RecallConfigError as exc:
+            messages.error(request, f"The protocol's memory settings cannot be used: {exc}")
+        else:
+            if summary.reflections:
+                messages.success(request, f"{agent} reflected; the belief waits in the Review queue.")
+            else:
+                messages.error(request, f"The reflection of {agent} failed; it is recorded below and will be retried.")
+    return redirect(reverse("memory:recall", args=[experiment.slug]) + f"?agent={agent}")
 
 
 @require_http_methods(["GET", "POST"])
@@ -198,6 +258,7 @@ def notes(request: HttpRequest, experiment: Experiment) -> HttpResponse:
 
 
 def _may_write_notes(request: HttpRequest) -> bool:
+    """Curators and owners (notes, Reflect now)."""
     from experiments.access import can
 
     return can(request, CURATOR)

@@ -29,6 +29,8 @@ import pytest
 MODEL = "fake-model"
 _WORKER_MARK = re.compile(r"FAKEWORKER#(\d+)")
 _DAG_MARK = re.compile(r"FAKEDAG:(\w+)")
+_REFLECTION_MARK = "AWP-REFLECTION"  # memory.recall.REFLECTION_MARK: the dashboard asking for a belief
+_REFLECTING_AGENT = re.compile(r"^Agent: (\S+)$", re.M)
 
 # What each DAG agent answers (the researcher's secret is there to test redaction end to end).
 DAG_ANSWERS: dict[str, dict[str, Any]] = {
@@ -54,6 +56,7 @@ class Script:
     submanagers: in iteration 1 the root delegates this many sub-managers (as_submanager) instead of workers.
     open_questions: what each worker reports as open.
     extra_fields: extra keys merged into every worker result (e.g. a secret to test redaction).
+    reflection_answer: what the dashboard's reflection prompt gets instead of a belief (to test malformed answers).
     """
 
     iterations: int = 2
@@ -65,6 +68,7 @@ class Script:
     extra_fields: dict[str, Any] = field(default_factory=dict)
     delay_s: float = 0.0
     shapes: bool = False  # workers and DAG agents hand out SHAPED_SECRETS in every shape (see below)
+    reflection_answer: str | None = None  # the dashboard's reflection prompt: None → a well-formed belief
 
 
 def _text(messages: list[dict[str, Any]]) -> str:
@@ -111,6 +115,10 @@ class FakeLLM:
             if script is not None:
                 self.script = script
 
+    def reflection_prompts(self) -> list[str]:
+        """The user messages of every reflection request the dashboard sent, in order."""
+        return [r["user"] for r in self.requests if r["role"] == "reflection"]
+
     def manager_prompts(self) -> list[str]:
         """The user messages of every root-manager request, in order."""
         return [r["user"] for r in self.requests if r["role"] == "root_manager"]
@@ -122,6 +130,9 @@ class FakeLLM:
         first_user = _text([m for m in messages if m.get("role") == "user"][:1])
         everything = _text(messages)
         script = self.script
+        if _REFLECTION_MARK in everything:
+            self._record("reflection", user)
+            return "reflection", {"content": self._reflection(user)}
         if "## Original Task" in first_user and "## Submanager task" in first_user:
             done = "FACT_SUB" in everything
             return "sub_manager", {"content": json.dumps(self._sub_complete() if done else self._sub_delegate())}
@@ -144,6 +155,14 @@ class FakeLLM:
         if match:
             return "worker", {"content": json.dumps(self._worker_result(int(match.group(1)), everything))}
         return "other", {"content": json.dumps(GENERIC)}
+
+    def _reflection(self, user: str) -> str:
+        if self.script.reflection_answer is not None:
+            return self.script.reflection_answer
+        agent = _REFLECTING_AGENT.search(user)
+        episodes = len(re.findall(r"^\d+\. ", user, re.M))
+        name = agent.group(1) if agent else "the agent"
+        return json.dumps({"belief": f"BELIEF: {name} holds that 42 is even, after {episodes} episodes."})
 
     def _record(self, role: str, user: str) -> None:
         with self._lock:

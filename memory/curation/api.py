@@ -36,7 +36,7 @@ class ProposalOut(Schema):
 
 class ProposalFilter(Schema):
     status: Literal["pending", "approved", "rejected", "retracted"] | None = None
-    kind: Literal["fact", "tool", "antipattern"] | None = None
+    kind: Literal["fact", "tool", "antipattern", "reflection"] | None = None
 
 
 class ReviewIn(Schema):

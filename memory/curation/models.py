@@ -19,12 +19,13 @@ class ProposalQuerySet(models.QuerySet["Proposal"]):
 
 
 class Proposal(models.Model):
-    """A curated item: a fact, tool recipe or antipattern someone proposed for long-term memory."""
+    """A curated item: a fact, tool recipe, antipattern or agent reflection proposed for long-term memory."""
 
     class Kind(models.TextChoices):
         FACT = "fact"
         TOOL = "tool"
         ANTIPATTERN = "antipattern"
+        REFLECTION = "reflection"
 
     class Status(models.TextChoices):
         PENDING = "pending"

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-SECTION_TITLES = {"fact": "Facts", "tool": "Tool Recipes", "antipattern": "Antipatterns"}
+SECTION_TITLES = {"fact": "Facts", "tool": "Tool Recipes", "antipattern": "Antipatterns", "reflection": "Reflections"}
 PRIOR_CAP = 3000
 TRUNCATED = "\n… (truncated)"
 _MARKER = re.compile(r"<!-- proposal:(\d+)(?: v\d+)? -->")

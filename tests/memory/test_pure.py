@@ -1,8 +1,8 @@
-"""Pure memory modules: daily log parsing, retention, access control, diffs, Markdown sanitizing, salience."""
+"""Pure memory modules: daily log parsing, retention, access control, diffs, Markdown sanitizing (salience: test_recall_pure.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, time
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from memory.access import access_level, allows
 from memory.documents import diff_lines, split_sections, truncate_for_injection
 from memory.markdown import render_markdown
-from memory.salience import Candidate, Weights, rank, salience
 from memory.working import archive_cutoff, day_of_path, parse_daily_log, retention_days, summarize_result
 
 DAILY = """# 2026-03-23
@@ -109,13 +108,3 @@ def test_script_tags_are_rendered_inert() -> None:
 def test_summarize_result_prefers_the_summary() -> None:
     assert summarize_result({"summary": " done ", "confidence": 0.8}) == "done"
     assert summarize_result({"finding": "x" * 300, "confidence": 0.8, "_eval": 1}) == "- **finding**: " + "x" * 200
-
-
-def test_salience_prefers_relevant_recent_important() -> None:
-    now = datetime(2026, 3, 23, tzinfo=UTC)
-    old = Candidate("old", 0.9, now - timedelta(days=60), "working")
-    new = Candidate("new", 0.9, now, "working")
-    assert salience(new, now) > salience(old, now)
-    assert [c.key for c in rank([old, new], now, k=1)] == ["new"]
-    only_importance = Weights(relevance=0, recency=0, importance=1)
-    assert salience(Candidate("f", 0, None, "fact"), now, only_importance) == 1.0

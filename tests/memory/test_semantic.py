@@ -74,3 +74,26 @@ def test_awp_embed_with_the_embedder_off_exits_cleanly(experiment, settings, cap
     call_command("awp_embed", "--all")
     assert "disabled" in capsys.readouterr().out
     assert pending_count(experiment=experiment) > 0
+
+
+def test_recall_relevance_is_semantic_for_whole_episodes_only(model) -> None:
+    from experiments.ingest import EventIn, append_events
+    from experiments.protocol import parse_protocol
+    from memory.episodes import recall_for
+    from tests.factories import make_run
+
+    protocol = "state:\n  sharing:\n    strategy: selective\n    rules:\n      - {from: researcher, to: [writer], fields: [findings]}\n"
+    experiment = make_experiment(protocol_yaml=protocol, protocol=parse_protocol(protocol))
+    append_events(make_run(experiment), [
+        EventIn("worker.complete", "key:w", {"summary": "Bananas and mangoes are tropical."}, agent_id="writer", iteration=1),
+        EventIn("worker.complete", "key:r", {"summary": "Apples and pears grow in orchards.", "findings": ["cheese"]},
+                agent_id="researcher", iteration=1),
+    ])  # fmt: skip
+    keyword_only = recall_for(experiment=experiment, agent_id="writer", query="fruit", top_k=10)
+    assert {s.relevance for s in keyword_only.items} == {0.0}  # nothing embedded yet: keyword, no shared word
+    call_command("awp_embed", "--experiment", experiment.slug)
+    block = recall_for(experiment=experiment, agent_id="writer", query="fruit", top_k=10)
+    by_agent = {s.episode.agent_id: s for s in block.items}
+    assert by_agent["writer"].relevance > 0.2  # semantic: the whole own episode is about fruit
+    # The researcher's summary (about fruit) is hidden from the writer: its relevance must not reveal it.
+    assert by_agent["researcher"].content == 'findings: ["cheese"]' and by_agent["researcher"].relevance == 0.0

@@ -57,6 +57,8 @@ def api_bodies(client: Client, experiment: Experiment) -> dict[str, str]:
         ("memory/read", {"target": "dates"}),
         ("memory/prior", {}),
     ]
+    posts += [("memory/recall", {"agent_id": agent, "query": "api_key vault password credentials", "top_k": 100})
+              for agent in ("researcher", "analyst", "vault_worker", "fact_collector")]  # fmt: skip
     posts += [("board/read", {"run_id": r.run_id}) for r in runs]
     posts += [("digest/fetch", {"sha": sha}) for sha in shas[:10]]
     for action, payload in posts:
