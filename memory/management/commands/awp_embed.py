@@ -36,6 +36,8 @@ class Command(BaseCommand):
         if not enabled:
             # A disabled embedder is a supported configuration, not an error: awp_serve must not see a crash.
             self.stdout.write("The semantic tier is disabled (AWP_EMBEDDER=none): nothing to embed.")
+        # The worker holds the model for every process of the install: web processes ask it over a socket.
+        close = embeddings.serve_model() if enabled and options["loop"] else None
         try:
             while True:
                 self._archive(experiment)
@@ -48,6 +50,9 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             # Ctrl-C on `make run` reaches every process: stop quietly (what is embedded stays embedded).
             self.stdout.write("embedding worker stopped")
+        finally:
+            if close is not None:
+                close()
 
     def _archive(self, experiment: Experiment | None) -> None:
         # Retention runs with the worker: working entries past retention_days are archived, never deleted.
