@@ -19,6 +19,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,7 @@ def _ask_worker(texts: list[str]) -> np.ndarray | None:
         with Client(str(path), family="AF_UNIX", authkey=socket_key()) as conn:
             conn.send_bytes(json.dumps(texts).encode())
             data = conn.recv_bytes()
-    except (OSError, EOFError, ValueError) as error:
+    except (OSError, EOFError, ValueError, AuthenticationError) as error:
         # A stale socket of a stopped worker, or one being restarted: embed here instead.
         log.info("embedding worker did not answer (%s); loading the model in this process", error)
         return None

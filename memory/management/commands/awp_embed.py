@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from typing import Any
 
@@ -36,6 +37,9 @@ class Command(BaseCommand):
         if not enabled:
             # A disabled embedder is a supported configuration, not an error: awp_serve must not see a crash.
             self.stdout.write("The semantic tier is disabled (AWP_EMBEDDER=none): nothing to embed.")
+        if options["loop"]:
+            # SIGTERM (systemd, docker stop) stops the worker like Ctrl-C, so its socket is removed.
+            signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         # The worker holds the model for every process of the install: web processes ask it over a socket.
         close = embeddings.serve_model() if enabled and options["loop"] else None
         try:
@@ -68,3 +72,7 @@ class Command(BaseCommand):
         with tqdm(total=total, unit="chunk", desc="embedding", file=self.stderr._out) as bar:
             done = embed_pending_chunks(experiment=experiment, batch_size=batch_size, on_batch=bar.update)
         self.stdout.write(f"Embedded {done} chunk(s) with {embeddings.current_model_name()}.")
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
