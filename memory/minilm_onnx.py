@@ -8,6 +8,7 @@ through the `tokenizers` library. No Django here: paths in, files or vectors out
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -149,6 +150,15 @@ def write_model(weights_dir: Path, target: Path, *, quantize: bool) -> Path:
     return target
 
 
+def _release_freed_memory() -> None:
+    # glibc keeps the pages of freed inference buffers in its arenas; a long-lived worker would hold its
+    # peak batch forever (measured: 195 MB after one batch of 64 vs 143 MB trimmed). Linux/glibc only.
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class Encoder:
     """Tokenizer + ONNX Runtime session; `encode` gives unit-length float32 vectors, one row per text."""
 
@@ -183,4 +193,12 @@ class Encoder:
         vectors = np.concatenate(out) if out else np.zeros((0, 384), dtype=np.float32)
         restored = np.empty_like(vectors)
         restored[np.array(order, dtype=np.int64)] = vectors
+        _release_freed_memory()
         return restored
+
+
+if __name__ == "__main__":
+    # python -m memory.minilm_onnx TARGET [--int8]: what embeddings.model_file() runs in a child process.
+    import sys
+
+    write_model(weights_dir(), Path(sys.argv[1]), quantize="--int8" in sys.argv[2:])

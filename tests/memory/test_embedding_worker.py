@@ -63,3 +63,16 @@ def test_the_web_process_asks_the_worker_for_vectors_and_a_wrong_key_is_refused(
     while embeddings.socket_path().exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not embeddings.socket_path().exists()
+
+
+def test_a_fresh_data_dir_builds_the_graph_from_the_wheel(settings, tmp_path) -> None:
+    from memory.minilm_onnx import Encoder, weights_dir
+
+    settings.AWP_DATA_DIR = tmp_path
+    built = embeddings.model_file()
+    assert built.parent == tmp_path / "models" and built.stat().st_size > 80_000_000
+    assert not [p for p in built.parent.iterdir() if p.name.endswith(".tmp")]  # written atomically
+    text = next(iter(REFERENCE))
+    vector = Encoder(built, weights_dir() / "tokenizer.json").encode([text])[0]
+    assert np.allclose(vector[:8], REFERENCE[text], atol=2e-5)
+    assert embeddings.model_file() == built  # built once
