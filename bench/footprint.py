@@ -146,11 +146,12 @@ def watcher_folders(base: Path, files: int) -> list[Path]:
     return folders
 
 
-def idle_watcher_cpu(python: str, checkout: Path, env: dict[str, str], files: int, seconds: float) -> tuple[int, float]:
+def idle_watcher_cpu(python: str, checkout: Path, env: dict[str, str], files: int, seconds: float, mode: str = "") -> tuple[int, float]:
     with tempfile.TemporaryDirectory(prefix="awp-footprint-") as tmp:
         folders = watcher_folders(Path(tmp), files)
         count = sum(1 for f in folders for p in f.rglob("*") if p.is_file())
-        watcher = subprocess.Popen([python, "manage.py", "awp_watch", *map(str, folders)], cwd=checkout, env=env,
+        options = ["--watch-mode", mode] if mode else []
+        watcher = subprocess.Popen([python, "manage.py", "awp_watch", *map(str, folders), *options], cwd=checkout, env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         try:
             proc = psutil.Process(watcher.pid)
@@ -183,6 +184,7 @@ def main() -> None:
     parser.add_argument("--url", help="its base URL (with --attach)")
     parser.add_argument("--checkout", type=Path, default=ROOT, help="its checkout (with --attach); .venv/ inside")
     parser.add_argument("--watch-files", type=int, default=300)
+    parser.add_argument("--watch-mode", default="", help="pass --watch-mode to the idle awp_watch (notify, poll)")
     parser.add_argument("--no-recall", action="store_true")
     args = parser.parse_args()
     rest = 10.0 if args.quick else 60.0
@@ -214,7 +216,7 @@ def main() -> None:
         search_s = min(search_s, semantic_search(session, url))
         rows = pss_mb(processes(root, data_dir))
         cpu_rest = cpu_share(lambda: processes(root, data_dir), rest)
-        files, cpu_watch = idle_watcher_cpu(python, checkout, env, args.watch_files, rest)
+        files, cpu_watch = idle_watcher_cpu(python, checkout, env, args.watch_files, rest, args.watch_mode)
     finally:
         if server is not None:
             server.send_signal(signal.SIGINT)
@@ -240,7 +242,8 @@ def main() -> None:
     print(f"pss_total_mb {total:.0f}")
     print(f"semantic_search_s {search_s:.3f}")
     print(f"cpu_at_rest_percent {cpu_rest:.2f}   (all of the above, {rest:.0f} s)")
-    print(f"cpu_idle_watcher_percent {cpu_watch:.2f}   (awp_watch over {files} files, {rest:.0f} s)")
+    how = f"--watch-mode {args.watch_mode}" if args.watch_mode else "default mode"
+    print(f"cpu_idle_watcher_percent {cpu_watch:.2f}   (awp_watch over {files} files, {how}, {rest:.0f} s)")
     print(f"venv_mb {dir_size(venv) / 2**20:.0f}   ({venv})")
     if not args.no_recall:
         from bench.recall import recall_at_k

@@ -101,3 +101,24 @@ def test_a_watcher_follows_a_run_written_while_it_waits(tmp_path: Path, mode: st
         stop.set()
         watcher.join(timeout=30)
     assert not watcher.is_alive()
+
+
+@pytest.mark.parametrize("mode", ["notify", "poll"])
+def test_every_append_is_reported_even_two_within_one_second(tmp_path: Path, mode: str) -> None:
+    stream = tmp_path / "board.jsonl"
+    stream.write_text("")
+    changes = FolderChanges(mode=mode, poll_interval=0.1)
+    try:
+        changes.follow([tmp_path])
+        time.sleep(0.5)
+        for n in range(6):  # 0.3 s apart: pairs share a wall-clock second, which second-resolution pollers miss
+            with stream.open("a") as handle:
+                handle.write(f'{{"n": {n}}}\n')
+            seen: set[Path] = set()
+            deadline = time.monotonic() + 10
+            while not seen and time.monotonic() < deadline:
+                seen = changes.wait(0.5)
+            assert seen == {tmp_path}, f"append {n} was not reported"
+            time.sleep(0.3)
+    finally:
+        changes.close()
