@@ -29,6 +29,7 @@ import pytest
 MODEL = "fake-model"
 _WORKER_MARK = re.compile(r"FAKEWORKER#(\d+)")
 _DAG_MARK = re.compile(r"FAKEDAG:(\w+)")
+_SUB_MANAGER = re.compile(r"## Submanager task\nYou have been spawned as a sub-manager for `(\w+)`")
 
 # What each DAG agent answers (the researcher's secret is there to test redaction end to end).
 DAG_ANSWERS: dict[str, dict[str, Any]] = {
@@ -84,6 +85,7 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._root_calls = 0
+        self._sub_calls: dict[str, int] = {}
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -107,6 +109,7 @@ class FakeLLM:
         """Start a new run: forget the root manager's iteration count (and optionally change the script)."""
         with self._lock:
             self._root_calls = 0
+            self._sub_calls.clear()
             if script is not None:
                 self.script = script
 
@@ -121,9 +124,19 @@ class FakeLLM:
         first_user = _text([m for m in messages if m.get("role") == "user"][:1])
         everything = _text(messages)
         script = self.script
-        if "## Original Task" in first_user and "## Submanager task" in first_user:
-            done = "FACT_SUB" in everything
-            return "sub_manager", {"content": json.dumps(self._sub_complete() if done else self._sub_delegate())}
+        if "## Worker Result" in first_user and "Validation Agent" in everything:
+            # The runtime's LLM validation of a low-confidence (or partial sub-manager) result. It must not
+            # count as a root-manager call: two sub-managers finishing together validated in a random order
+            # and took the root's scripted decisions, so the root's run depended on thread timing.
+            return "validator", {"content": json.dumps({"valid": True, "feedback": "Looks fine.", "suggestion": ""})}
+        sub = _SUB_MANAGER.search(first_user)
+        if "## Original Task" in first_user and sub:
+            # Each sub-manager delegates on its own first call and completes afterwards, decided by its own
+            # call count: the former test of "FACT_SUB" anywhere in the prompt also matched what a sibling
+            # had already written (a late-starting sub-manager then completed without its worker).
+            with self._lock:
+                self._sub_calls[sub.group(1)] = call = self._sub_calls.get(sub.group(1), 0) + 1
+            return "sub_manager", {"content": json.dumps(self._sub_delegate() if call == 1 else self._sub_complete())}
         if "## Original Task" in first_user:
             with self._lock:
                 self._root_calls += 1
