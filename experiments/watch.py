@@ -82,11 +82,12 @@ class FolderLocks:
 
 # A watcher at rest wakes once a second (to see should_stop), checks its lock connection every 30 s (Postgres
 # restarted? then another watcher may own a folder now) and passes over every folder every 10 minutes in
-# case a notification was lost. A pending folder (missing, held by another watcher, or whose pass failed
-# because Postgres was away) is retried at every wake.
+# case a notification was lost. A pending folder (missing, or held by another watcher) is retried at every
+# wake; one whose pass failed (Postgres away) after 1, 2, 4 … 30 s.
 WAKE_SECONDS = 1.0
 LOCK_CHECK_SECONDS = 30.0
 RESYNC_SECONDS = 600.0
+RETRY_MAX_SECONDS = 30.0
 
 
 def watch_folders(
@@ -109,6 +110,8 @@ def watch_folders(
     changes = FolderChanges(mode=mode_for(folders, mode), poll_interval=interval)
     log.info("watching %d folder(s) by %s", len(folders), "polling" if changes.mode == "poll" else "notifications")
     dirty = set(folders)  # the first pass covers everything: cursors make it cheap
+    failures: dict[Path, int] = {}  # consecutive failed passes per folder
+    not_before: dict[Path, float] = {}  # when a failed folder may be tried again
     recheck: dict[Path, float] = {}  # folder → when a file that was still settling must be read again
     last_resync = last_lock_check = time.monotonic()
     try:
@@ -133,7 +136,7 @@ def watch_folders(
             for folder in folders:
                 if should_stop():
                     break
-                if folder not in dirty or not folder.is_dir():
+                if folder not in dirty or not folder.is_dir() or time.monotonic() < not_before.get(folder, 0.0):
                     continue
                 if folder not in importers:
                     if not locks.try_acquire(folder):
@@ -144,7 +147,12 @@ def watch_folders(
                 except Exception:  # a bad pass must not kill the watcher; the next pass retries from the cursors
                     log.exception("watch pass failed for %s", folder)
                     close_old_connections()
+                    # Retry after 1, 2, 4 … 30 s: a lasting failure (schema not migrated) must not spin.
+                    failures[folder] = failures.get(folder, 0) + 1
+                    not_before[folder] = time.monotonic() + min(RETRY_MAX_SECONDS, 2.0 ** (failures[folder] - 1))
                     continue
+                failures.pop(folder, None)
+                not_before.pop(folder, None)
                 dirty.discard(folder)
                 if importers[folder].recheck_at is not None:
                     recheck[folder] = importers[folder].recheck_at
