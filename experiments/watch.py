@@ -154,8 +154,9 @@ def watch_folders(
                 failures.pop(folder, None)
                 not_before.pop(folder, None)
                 dirty.discard(folder)
-                if importers[folder].recheck_at is not None:
-                    recheck[folder] = importers[folder].recheck_at
+                settle = importers[folder].recheck_at
+                if settle is not None:
+                    recheck[folder] = settle
                 if on_pass:
                     on_pass(folder, stats.new_events)
             dirty |= changes.wait(WAKE_SECONDS)

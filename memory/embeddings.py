@@ -136,6 +136,7 @@ def serve_model(should_stop: Callable[[], bool] = lambda: False) -> Callable[[],
     path.unlink(missing_ok=True)  # a stale socket of a killed worker; the newest worker serves
     listener = Listener(str(path), family="AF_UNIX", authkey=socket_key())
     os.chmod(path, 0o600)
+    closed = threading.Event()
 
     def answer() -> None:
         while not should_stop():
@@ -145,7 +146,7 @@ def serve_model(should_stop: Callable[[], bool] = lambda: False) -> Callable[[],
                     vectors = _load().encode([str(t) for t in texts]) if texts else np.zeros((0, DIMENSIONS))
                     conn.send_bytes(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
             except OSError:
-                if should_stop() or listener._listener is None:  # closed by close()
+                if should_stop() or closed.is_set():
                     return
             except Exception:  # a bad request must not stop the service for the next one
                 log.exception("embedding request failed")
@@ -156,6 +157,7 @@ def serve_model(should_stop: Callable[[], bool] = lambda: False) -> Callable[[],
     _load()
 
     def close() -> None:
+        closed.set()
         try:
             listener.close()
         finally:
