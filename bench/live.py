@@ -4,6 +4,9 @@
     .venv/bin/python bench/live.py --quick         # 100 and 1,000 events/s, 3 s each
     .venv/bin/python bench/live.py --redis         # the same through RedisPubSubChannelLayer (REDIS_URL)
     .venv/bin/python bench/live.py --layers        # channel layers alone: ours vs channels-postgres 1.1.4
+    .venv/bin/python bench/live.py --watch [--watch-checkout DIR]
+                                                   # file write → open page through awp_watch: notifications
+                                                   # vs polling (and another checkout's watcher, e.g. the old one)
 
 Ingest commits batches every 20 ms with experiments.ingest.append_events (what the API and the watcher
 call) in this process; every client acknowledges frames as live.js does. Latency is from the commit of an
@@ -259,6 +262,98 @@ def layers(args: argparse.Namespace) -> None:
     print_table(["layer", "messages/s", "expected deliveries", "deliveries", "delivered", "p50 ms", "p99 ms"], rows)
 
 
+# -- file write → open page, through a watcher ------------------------------------------------------------
+
+
+async def write_to_page(port: int, run: object, cookie: str, board: Path, writes: int) -> list[float]:
+    """Append one blackboard line at a time; the latency until the open run page gets the frame covering it."""
+    import json as _json
+
+    from websockets.asyncio.client import connect
+
+    latencies = []
+    head = run.last_seq  # type: ignore[attr-defined]
+    async with connect(
+        f"ws://127.0.0.1:{port}/ws/runs/{run.pk}/?after={head}",  # type: ignore[attr-defined]
+        origin=f"http://127.0.0.1:{port}",
+        additional_headers={"Cookie": f"sessionid={cookie}"},
+        max_size=None,
+    ) as ws:
+        await asyncio.sleep(0.5)
+        for n in range(writes):
+            line = {"id": f"bench-{time.time_ns()}", "ts": time.time(), "topic": "bench", "worker_id": "bench",
+                    "payload": {"n": n}}  # fmt: skip
+            written = time.perf_counter()
+            with board.open("a") as handle:
+                handle.write(_json.dumps(line) + "\n")
+            while True:
+                text = await asyncio.wait_for(ws.recv(), timeout=30)
+                mark = MARK.search(text)
+                if mark:
+                    await ws.send(f'{{"ack": {mark.group(1)}}}')
+                    if int(mark.group(2)) > head:
+                        head = int(mark.group(2))
+                        latencies.append(time.perf_counter() - written)
+                        break
+            await asyncio.sleep(0.25 + (n % 5) * 0.05)  # writes land at every phase of a polling cycle
+    return latencies
+
+
+def one_watcher(url: str, port: int, label: str, python: str, checkout: Path, options: list[str], writes: int) -> list[object]:
+    import shutil
+    import tempfile
+
+    from experiments.demo import replay_demo
+    from experiments.models import Experiment, Membership, Run
+
+    run, cookie = fixtures()  # the bench user and its session
+    slug = f"bench-watch-{time.time_ns()}"
+    folder = Path(tempfile.mkdtemp(prefix="awp-bench-watch-")) / "wf"
+    replay_demo(folder, delay=0)
+    log = Path(f"/tmp/awp-bench-watch-{port}.log").open("ab")
+    watcher = subprocess.Popen([python, "manage.py", "awp_watch", str(folder), "--experiment", slug, *options],
+                               cwd=checkout, env=child_env(url), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not Run.objects.filter(experiment__slug=slug, depth=0, status="complete").exists():
+            if time.monotonic() > deadline or watcher.poll() is not None:
+                raise RuntimeError(f"{label}: the watcher did not import the demo run")
+            time.sleep(0.2)
+        time.sleep(1.0)
+        watched = Run.objects.get(experiment__slug=slug, depth=0)
+        Membership.objects.get_or_create(user=Membership.objects.filter(experiment=run.experiment).first().user,  # type: ignore[attr-defined]
+                                         experiment=Experiment.objects.get(slug=slug), defaults={"role": "viewer"})  # fmt: skip
+        board = next((folder / "workspace" / "blackboard").glob("*.jsonl"))
+        latencies = asyncio.run(write_to_page(port, watched, cookie, board, writes))
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=30)
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    s = summary_ms(latencies)
+    return [label, len(latencies), s["p50"], s["p95"], s["p99"]]
+
+
+def watch(args: argparse.Namespace) -> None:
+    url = setup_django("live")
+    proc, port = start_daphne(url)
+    writes = 20 if args.quick else 60
+    plan = [("notifications (awp_watch)", sys.executable, ROOT, ["--watch-mode", "notify"]),
+            ("polling every 0.2 s (awp_watch --watch-mode poll)", sys.executable, ROOT, ["--watch-mode", "poll", "--interval", "0.2"])]  # fmt: skip
+    if args.watch_checkout:
+        # An older checkout with its own .venv (e.g. before notifications: a Python pass every 0.2 s).
+        other = Path(args.watch_checkout).resolve()
+        plan.append((f"{other.name} (its awp_watch, --interval 0.2)", str(other / ".venv" / "bin" / "python"), other, ["--interval", "0.2"]))
+    rows = []
+    try:
+        for label, python, checkout, options in plan:
+            rows.append(one_watcher(url, port, label, python, checkout, options, writes))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    print(f"\nFile write → open run page, one blackboard line at a time through awp_watch and daphne · {machine()}\n")
+    print_table(["watcher", "writes", "p50 ms", "p95 ms", "p99 ms"], rows)
+
+
 def main() -> None:
     global CLIENTS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -267,11 +362,15 @@ def main() -> None:
     parser.add_argument("--layers", action="store_true")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--rates", type=str, default="", help="comma-separated events/s, e.g. 100,1000")
+    parser.add_argument("--watch", action="store_true", help="file write → open page latency through awp_watch")
+    parser.add_argument("--watch-checkout", default="", help="with --watch: also measure this checkout's awp_watch")
     args = parser.parse_args()
     CLIENTS = args.clients
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     if args.layers:
         layers(args)
+    elif args.watch:
+        watch(args)
     else:
         fanout(args)
     threading.Event().wait(0)

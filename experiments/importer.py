@@ -98,12 +98,16 @@ class FolderImporter:
         self._ranks: dict[str, tuple[int, dict[str, int]]] = {}
         self.experiments: dict[int, Experiment] = {}
         self.run_pks: set[int] = set()
+        # When a file read too early (JSON still settling) must be read again: a watcher comes back then,
+        # even if nothing else changes in the folder.
+        self.recheck_at: float | None = None
 
     # ---- the pass ---------------------------------------------------------------------------------
 
     def sync(self, progress: Callable[[int], None] | None = None, total: Callable[[int], None] | None = None) -> PassStats:
         """One pass over the folder: ingest whatever is new since the cursors."""
         stats = PassStats()
+        self.recheck_at = None
         kind = layout.detect_kind(self.root)
         if kind == layout.EXPERIMENTS_ROOT:
             for experiment_dir in layout.experiment_dirs(self.root):
@@ -291,6 +295,8 @@ class FolderImporter:
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             if not self.final and time.time() - mtime < SETTLE_SECONDS:
+                settled = mtime + SETTLE_SECONDS
+                self.recheck_at = min(self.recheck_at or settled, settled)
                 return False
             item.problems.append(self._problem(item.run, path, "invalid_json", f"Not valid JSON: {exc}", key=sha))
             item.cursors.append((str(path), 0, 0, sha))

@@ -1,4 +1,4 @@
-"""Follow AWP folders: poll, ingest what is new, and shard folders between watchers with advisory locks."""
+"""Follow AWP folders: a pass whenever one changes, ingest what is new, shard folders between watchers by advisory locks."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 from django.db import close_old_connections, connection
 
+from experiments.folder_changes import FolderChanges, mode_for
 from experiments.importer import FolderImporter
 
 log = logging.getLogger(__name__)
@@ -79,27 +80,63 @@ class FolderLocks:
             self.conn.close()
 
 
+# A watcher at rest wakes once a second (to see should_stop), checks its lock connection every 30 s (Postgres
+# restarted? then another watcher may own a folder now) and passes over every folder every 10 minutes in
+# case a notification was lost. A pending folder (missing, or held by another watcher) is retried at every
+# wake; one whose pass failed (Postgres away) after 1, 2, 4 … 30 s.
+WAKE_SECONDS = 1.0
+LOCK_CHECK_SECONDS = 30.0
+RESYNC_SECONDS = 600.0
+RETRY_MAX_SECONDS = 30.0
+
+
 def watch_folders(
     folders: list[Path],
     *,
     experiment_slug: str | None = None,
     interval: float = 0.2,
+    mode: str | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     on_pass: Callable[[Path, int], None] | None = None,
 ) -> None:
-    """Poll `folders` until `should_stop()`; each folder is followed by at most one watcher at a time."""
+    """Follow `folders` until `should_stop()`: a pass over a folder whenever it changes; one watcher per folder.
+
+    Changes come from kernel notifications, or from polling every `interval` seconds where those do not work
+    (`mode`: auto | notify | poll, see experiments.folder_changes). A folder is marked clean only after a
+    pass over it committed, so a failed pass is retried until it succeeds.
+    """
     locks = FolderLocks()
     importers: dict[Path, FolderImporter] = {}
+    changes = FolderChanges(mode=mode_for(folders, mode), poll_interval=interval)
+    log.info("watching %d folder(s) by %s", len(folders), "polling" if changes.mode == "poll" else "notifications")
+    dirty = set(folders)  # the first pass covers everything: cursors make it cheap
+    failures: dict[Path, int] = {}  # consecutive failed passes per folder
+    not_before: dict[Path, float] = {}  # when a failed folder may be tried again
+    recheck: dict[Path, float] = {}  # folder → when a file that was still settling must be read again
+    last_resync = last_lock_check = time.monotonic()
     try:
         while not should_stop():
-            # A session lock dies with its connection: another watcher may own a folder now.
-            locks.revalidate()
-            for folder in [f for f in importers if not locks.holds(f)]:
-                del importers[folder]
+            now = time.monotonic()
+            if now - last_resync >= RESYNC_SECONDS:
+                dirty |= set(folders)
+                last_resync = now
+            due = {f for f, at in recheck.items() if time.time() >= at}
+            for folder in due:
+                del recheck[folder]
+            dirty |= due
+            if dirty or now - last_lock_check >= LOCK_CHECK_SECONDS:
+                locks.revalidate()
+                lost = [f for f in importers if not locks.holds(f)]
+                for folder in lost:
+                    del importers[folder]
+                dirty |= set(lost)
+                last_lock_check = now
+            if changes.follow(f for f in folders if f.is_dir()):
+                dirty |= set(folders)  # (re)started watching: a pass catches what happened before
             for folder in folders:
                 if should_stop():
                     break
-                if not folder.is_dir():
+                if folder not in dirty or not folder.is_dir() or time.monotonic() < not_before.get(folder, 0.0):
                     continue
                 if folder not in importers:
                     if not locks.try_acquire(folder):
@@ -110,9 +147,19 @@ def watch_folders(
                 except Exception:  # a bad pass must not kill the watcher; the next pass retries from the cursors
                     log.exception("watch pass failed for %s", folder)
                     close_old_connections()
+                    # Retry after 1, 2, 4 … 30 s: a lasting failure (schema not migrated) must not spin.
+                    failures[folder] = failures.get(folder, 0) + 1
+                    not_before[folder] = time.monotonic() + min(RETRY_MAX_SECONDS, 2.0 ** (failures[folder] - 1))
                     continue
+                failures.pop(folder, None)
+                not_before.pop(folder, None)
+                dirty.discard(folder)
+                settle = importers[folder].recheck_at
+                if settle is not None:
+                    recheck[folder] = settle
                 if on_pass:
                     on_pass(folder, stats.new_events)
-            time.sleep(interval)
+            dirty |= changes.wait(WAKE_SECONDS)
     finally:
+        changes.close()
         locks.close()

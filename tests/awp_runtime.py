@@ -31,6 +31,7 @@ _WORKER_MARK = re.compile(r"FAKEWORKER#(\d+)")
 _DAG_MARK = re.compile(r"FAKEDAG:(\w+)")
 _REFLECTION_MARK = "AWP-REFLECTION"  # memory.recall.REFLECTION_MARK: the dashboard asking for a belief
 _REFLECTING_AGENT = re.compile(r"^Agent: (\S+)$", re.M)
+_SUB_MANAGER = re.compile(r"## Submanager task\nYou have been spawned as a sub-manager for `(\w+)`")
 
 # What each DAG agent answers (the researcher's secret is there to test redaction end to end).
 DAG_ANSWERS: dict[str, dict[str, Any]] = {
@@ -89,6 +90,7 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._root_calls = 0
+        self._sub_calls: dict[str, int] = {}
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -112,6 +114,7 @@ class FakeLLM:
         """Start a new run: forget the root manager's iteration count (and optionally change the script)."""
         with self._lock:
             self._root_calls = 0
+            self._sub_calls.clear()
             if script is not None:
                 self.script = script
 
@@ -133,9 +136,19 @@ class FakeLLM:
         if _REFLECTION_MARK in everything:
             self._record("reflection", user)
             return "reflection", {"content": self._reflection(user)}
-        if "## Original Task" in first_user and "## Submanager task" in first_user:
-            done = "FACT_SUB" in everything
-            return "sub_manager", {"content": json.dumps(self._sub_complete() if done else self._sub_delegate())}
+        if "## Worker Result" in first_user and "Validation Agent" in everything:
+            # The runtime's LLM validation of a low-confidence (or partial sub-manager) result. It must not
+            # count as a root-manager call: two sub-managers finishing together validated in a random order
+            # and took the root's scripted decisions, so the root's run depended on thread timing.
+            return "validator", {"content": json.dumps({"valid": True, "feedback": "Looks fine.", "suggestion": ""})}
+        sub = _SUB_MANAGER.search(first_user)
+        if "## Original Task" in first_user and sub:
+            # Each sub-manager delegates on its own first call and completes afterwards, decided by its own
+            # call count: the former test of "FACT_SUB" anywhere in the prompt also matched what a sibling
+            # had already written (a late-starting sub-manager then completed without its worker).
+            with self._lock:
+                self._sub_calls[sub.group(1)] = call = self._sub_calls.get(sub.group(1), 0) + 1
+            return "sub_manager", {"content": json.dumps(self._sub_delegate() if call == 1 else self._sub_complete())}
         if "## Original Task" in first_user:
             with self._lock:
                 self._root_calls += 1

@@ -107,6 +107,7 @@ def browser() -> Iterator[object]:
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield chromium
+        close_playwright_time_connections()
         chromium.close()
 
 
@@ -116,7 +117,23 @@ def page(browser):  # type: ignore[no-untyped-def]
     page = context.new_page()
     page.set_default_timeout(10_000)
     yield page
+    close_playwright_time_connections()
     context.close()
+
+
+def close_playwright_time_connections() -> None:
+    """Close the database connections the test opened while Playwright ran, before Playwright stops.
+
+    Playwright's sync API marks its event loop as running on the main thread between calls, and Django keeps
+    connections in an asgiref Local that switches to a per-context store whenever a loop is running: ORM calls
+    made then get a second connection, which Django never closes once the loop is gone. It outlived its test
+    and kept the test database "in use by another session" at teardown.
+    """
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:  # a `db` test's transaction is rolled back by pytest-django, not closed
+            conn.close()
 
 
 def login(page, server: AsgiServer, username: str, password: str = PASSWORD) -> None:  # type: ignore[no-untyped-def]

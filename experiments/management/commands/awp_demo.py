@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from experiments.demo import replay_demo
+from experiments.importer import FolderImporter
 from experiments.models import Experiment
 from experiments.watch import watch_folders
 
@@ -33,20 +33,20 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, lambda *a: stop.set())
         signal.signal(signal.SIGTERM, lambda *a: stop.set())
 
-        finished_at: list[float] = []
+        finished = threading.Event()
 
         def replay() -> None:
             steps = replay_demo(target, delay=options["delay"], should_stop=stop.is_set)
             self.stdout.write(f"demo: replayed {steps} new file(s) into {target}")
-            finished_at.append(time.monotonic())
+            finished.set()
 
         threading.Thread(target=replay, daemon=True, name="awp-demo-replay").start()
 
         def should_stop() -> bool:
-            # --once: a second after the replay ends the watcher has made several passes over the last files.
-            if options["once"] and finished_at and time.monotonic() - finished_at[0] > 1.0:
-                return True
-            return stop.is_set()
+            return stop.is_set() or (options["once"] and finished.is_set())
 
         self.stdout.write(f"demo: following {target} into experiment 'demo'")
         watch_folders([target], experiment_slug="demo", should_stop=should_stop)
+        if options["once"] and not stop.is_set():
+            # --once: the replay is done; one last pass takes whatever the watcher had not reached yet.
+            FolderImporter(target, experiment_slug="demo", source="watcher", final=False).sync()

@@ -8,16 +8,24 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from experiments.folder_changes import MODES
 from experiments.watch import watch_folders
 
 
 class Command(BaseCommand):
-    help = "Keep following AWP folders (poll every --interval seconds) until Ctrl-C."
+    help = "Keep following AWP folders (kernel notifications, or polling where they fail) until Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path)
         parser.add_argument("--experiment", help="put plain workflow folders into this experiment (created if missing)")
-        parser.add_argument("--interval", type=float, default=0.2)
+        parser.add_argument("--interval", type=float, default=0.2, help="seconds between polls when polling")
+        parser.add_argument(
+            "--watch-mode",
+            choices=MODES,
+            default=None,
+            help="notify (kernel notifications), poll, or auto: poll only folders on network filesystems "
+            "(default: AWP_WATCH_MODE, else auto)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         stopping = {"now": False}
@@ -35,4 +43,4 @@ class Command(BaseCommand):
 
         folders = [p.resolve() for p in options["paths"]]
         self.stdout.write(f"watching {', '.join(map(str, folders))}")
-        watch_folders(folders, experiment_slug=options["experiment"], interval=options["interval"], should_stop=lambda: stopping["now"], on_pass=report)
+        watch_folders(folders, experiment_slug=options["experiment"], interval=options["interval"], mode=options["watch_mode"], should_stop=lambda: stopping["now"], on_pass=report)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from typing import Any
 
@@ -36,6 +37,11 @@ class Command(BaseCommand):
         if not enabled:
             # A disabled embedder is a supported configuration, not an error: awp_serve must not see a crash.
             self.stdout.write("The semantic tier is disabled (AWP_EMBEDDER=none): nothing to embed.")
+        if options["loop"]:
+            # SIGTERM (systemd, docker stop) stops the worker like Ctrl-C, so its socket is removed.
+            signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        # The worker holds the model for every process of the install: web processes ask it over a socket.
+        close = embeddings.serve_model() if enabled and options["loop"] else None
         try:
             while True:
                 self._archive(experiment)
@@ -48,6 +54,9 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             # Ctrl-C on `make run` reaches every process: stop quietly (what is embedded stays embedded).
             self.stdout.write("embedding worker stopped")
+        finally:
+            if close is not None:
+                close()
 
     def _archive(self, experiment: Experiment | None) -> None:
         # Retention runs with the worker: working entries past retention_days are archived, never deleted.
@@ -63,3 +72,7 @@ class Command(BaseCommand):
         with tqdm(total=total, unit="chunk", desc="embedding", file=self.stderr._out) as bar:
             done = embed_pending_chunks(experiment=experiment, batch_size=batch_size, on_batch=bar.update)
         self.stdout.write(f"Embedded {done} chunk(s) with {embeddings.current_model_name()}.")
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

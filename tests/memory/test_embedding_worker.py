@@ -1,0 +1,78 @@
+"""The ONNX embedder gives sentence-transformers' vectors, and one process (awp_embed --loop) holds the model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from memory import embeddings
+from tests.conftest import ROOT, subprocess_env
+from tests.proofkit import wait_until
+
+# sentence-transformers 6.2 on torch 2.13, all-MiniLM-L6-v2 from the gt wheel: the first 8 dimensions.
+REFERENCE = {
+    "Sibling workers post their findings to the shared blackboard.": [
+        -0.01845, 0.016017, -0.078991, -0.003586, -0.030496, 0.005029, -0.059841, -0.046762,
+    ],
+    "how do workers coordinate": [-0.011085, 0.000604, -0.02922, -0.005641, 0.006771, 0.000112, -0.037813, -0.058015],
+}  # fmt: skip
+
+
+def test_onnx_vectors_are_those_of_sentence_transformers() -> None:
+    texts = list(REFERENCE)
+    vectors = np.array(embeddings.embed_texts(texts))
+    assert vectors.shape == (2, embeddings.DIMENSIONS)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    for text, vector in zip(texts, vectors, strict=True):
+        assert np.allclose(vector[:8], REFERENCE[text], atol=2e-5), (text, vector[:8])
+    assert abs(float(vectors[0] @ vectors[1]) - 0.286985) < 1e-4
+    # The same text embedded alone or in a padded batch gives the same vector.
+    assert np.allclose(embeddings.embed_query(texts[1]), vectors[1], atol=1e-5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_web_process_asks_the_worker_for_vectors_and_a_wrong_key_is_refused(settings, tmp_path) -> None:
+    model = embeddings.model_file()  # built once into the shared data dir; the worker reuses it
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / model.name).symlink_to(model)
+    settings.AWP_DATA_DIR = tmp_path
+    env = subprocess_env(AWP_DATA_DIR=str(tmp_path), SECRET_KEY=str(settings.SECRET_KEY))
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "awp_embed", "--loop", "--interval", "60"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: embeddings._ask_worker(["warm up"]) is not None, timeout=120, what="the worker answers")
+        texts = list(REFERENCE) + ["", "ünïcode — 42"]
+        remote = embeddings._ask_worker(texts)
+        assert remote is not None and remote.shape == (len(texts), embeddings.DIMENSIONS)
+        assert np.allclose(remote, np.array(embeddings._load().encode(texts)), atol=1e-5)
+        # A process that does not know this install's secret gets nothing (and would embed by itself).
+        settings.SECRET_KEY = "another-install"
+        assert embeddings._ask_worker(["x"]) is None
+        assert worker.poll() is None, worker.stderr.read() if worker.stderr else ""
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    # A stopped worker leaves no socket behind: the next web process embeds by itself at once.
+    deadline = time.monotonic() + 10
+    while embeddings.socket_path().exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not embeddings.socket_path().exists()
+
+
+def test_a_fresh_data_dir_builds_the_graph_from_the_wheel(settings, tmp_path) -> None:
+    from memory.minilm_onnx import Encoder, weights_dir
+
+    settings.AWP_DATA_DIR = tmp_path
+    built = embeddings.model_file()
+    assert built.parent == tmp_path / "models" and built.stat().st_size > 80_000_000
+    assert not [p for p in built.parent.iterdir() if p.name.endswith(".tmp")]  # written atomically
+    text = next(iter(REFERENCE))
+    vector = Encoder(built, weights_dir() / "tokenizer.json").encode([text])[0]
+    assert np.allclose(vector[:8], REFERENCE[text], atol=2e-5)
+    assert embeddings.model_file() == built  # built once
