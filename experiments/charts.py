@@ -99,11 +99,15 @@ def nice_range(low: float, high: float) -> tuple[float, float, float]:
     """(low, high, step) widened to whole steps; a flat range gets one step around its value."""
     if high < low:
         low, high = high, low
-    if high == low:
-        pad = abs(high) * 0.1 or 1.0
+    # A span below what floats resolve at this magnitude (or a subnormal one) is drawn as flat: dividing it
+    # into steps would underflow.
+    if high - low <= max(abs(low), abs(high)) * 1e-9 or high - low < 1e-300:
+        pad = max(abs(low), abs(high)) * 0.1 or 1.0
         low, high = low - pad, high + pad
     step = nice_step(high - low)
-    return math.floor(low / step) * step, math.ceil(high / step) * step, step
+    bottom, top = math.floor(low / step) * step, math.ceil(high / step) * step
+    # low / step can round to 0 (a tiny negative low): widen by one step rather than cut the value off.
+    return (bottom - step if bottom > low else bottom), (top + step if top < high else top), step
 
 
 def fmt_number(value: float) -> str:
