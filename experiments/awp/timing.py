@@ -114,10 +114,19 @@ def runtime_key(read: Read, rank: Mapping[str, int]) -> tuple[Any, ...]:
     return (agent == FINAL_AGENT, own is None, own or datetime.min, rank.get(agent, len(rank)), agent, read.order, spec.dedupe_key)
 
 
+# Within one millisecond the run opens before anything else and closes after everything else.
+_PHASE = {"run.start": 0, "run.complete": 2}
+
+
 def time_key(read: Read) -> tuple[Any, ...]:
-    """Order of a finished run's events: ts, then where they sit in the layout (never the order they were listed in)."""
+    """Order of a finished run's events: ts, then where they sit in the layout (never the order they were listed in).
+
+    Times compare at the millisecond: the runtime's JSONL lines keep milliseconds only while its JSON files keep
+    microseconds, so a log line written just after run_manifest.json's `started` reads as a little earlier.
+    """
     spec = read.spec
-    return (spec.occurred_at is None, spec.occurred_at or datetime.min, read.order, spec.dedupe_key)
+    when = spec.occurred_at.replace(microsecond=spec.occurred_at.microsecond // 1000 * 1000) if spec.occurred_at else datetime.min
+    return (spec.occurred_at is None, when, _PHASE.get(spec.kind, 1), read.order, spec.dedupe_key)
 
 
 def append_order(reads: Iterable[Read], rank: Mapping[str, int], *, finished: bool) -> list[Read]:
