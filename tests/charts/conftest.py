@@ -17,7 +17,7 @@ from tests.awp_runtime import FakeLLM, Script, run_dag, run_delegation_loop, run
 def real_trees(tmp_path_factory) -> Iterator[dict[str, Path]]:  # type: ignore[no-untyped-def]
     """A 3-iteration delegation loop, a second loop with other confidences, a loop with sub-managers, a DAG."""
     base = tmp_path_factory.mktemp("awp-charts")
-    llm = FakeLLM(Script(iterations=3, confidences=[0.95, 0.2, 0.9])).start()
+    llm = FakeLLM(Script(iterations=2, confidences=[0.95, 0.2])).start()  # two delegations, then complete
     try:
         run_delegation_loop(base / "loop", llm)
         llm.reset(Script(iterations=2, confidences=[0.4, 0.7]))
