@@ -49,7 +49,8 @@
       var d = info[id];
       var holder = svg;
       if (d.href) {
-        holder = el("a", { href: d.href, "class": "graph-link", "data-node": id, "aria-label": d.label + (d.meta ? ", " + d.meta : "") + ": filter the Timeline" }, svg);
+        // The link is named by the text it shows (WCAG 2.5.3); what a click does is its description.
+        holder = el("a", { href: d.href, "class": "graph-link", "data-node": id, "aria-description": "filters the Timeline to this agent" }, svg);
       }
       var group = el("g", { "class": "graph-node node-" + d.kind + " status-" + (d.status || "none").replace(/\s+/g, "-"), "data-node": id, transform: "translate(" + (n.x - n.width / 2).toFixed(1) + "," + (n.y - n.height / 2).toFixed(1) + ")" }, holder);
       el("rect", { width: n.width, height: n.height, rx: 6 }, group);

@@ -88,12 +88,29 @@ def body_of(response: Any) -> bytes:
     if not getattr(response, "streaming", False):
         return bytes(response.content)
     if getattr(response, "is_async", False):
+        import asyncio
+        from concurrent.futures import ThreadPoolExecutor
+
         from asgiref.sync import async_to_sync
 
         async def collect() -> bytes:
             return b"".join([chunk async for chunk in response.streaming_content])
 
-        return async_to_sync(collect)()
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return async_to_sync(collect)()
+        # A test driving Playwright's sync API has a loop running on this thread: collect on a thread of its own.
+        def collect_and_close() -> bytes:
+            from django.db import connections
+
+            try:
+                return async_to_sync(collect)()
+            finally:
+                connections.close_all()  # the thread's connection goes back to the pool
+
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(collect_and_close).result()
     return b"".join(response.streaming_content)
 
 
