@@ -10,13 +10,11 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
-import requests
 from django.test import Client
 from django.urls import reverse
 
 from experiments.models import Digest, Experiment, Run
 from state.models import StateDelta
-from tests.factories import PASSWORD
 from tests.security.crawl import crawl
 
 QUERIES = ["api_key", "client_secret", "owner_password", "access_token", "password", "token", "secret", "vault", "SHAPED", "sk-test", "Bearer", "postgres"]
@@ -136,13 +134,3 @@ def token_answers(experiment: Experiment, token: str) -> dict[str, str]:
         response = client.post(f"/api/v1/experiments/{experiment.slug}/memory/read", json.dumps({"target": target}), content_type="application/json")
         bodies[f"token read {target}"] = response.content.decode()
     return bodies
-
-
-def session_cookie(base_url: str, user: Any) -> str:
-    session = requests.Session()
-    session.get(f"{base_url}/login/")
-    session.post(f"{base_url}/login/", data={"username": user.username, "password": PASSWORD,
-                 "csrfmiddlewaretoken": session.cookies["csrftoken"]}, headers={"Referer": f"{base_url}/login/"})  # fmt: skip
-    cookie = "; ".join(f"{k}={v}" for k, v in session.cookies.items())
-    assert "sessionid" in cookie
-    return cookie

@@ -19,7 +19,8 @@ from django.test import Client
 from experiments.models import Experiment, Run
 from tests.awp_runtime import Script, run_dag, run_delegation_loop
 from tests.factories import PASSWORD, make_experiment, make_member, make_token
-from tests.security.surfaces import session_cookie, surfaces_for_a_viewer, token_answers, websocket_frames
+from tests.proofkit import login_cookie
+from tests.security.surfaces import surfaces_for_a_viewer, token_answers, websocket_frames
 
 pytestmark = [pytest.mark.interop, pytest.mark.django_db(transaction=True)]
 
@@ -148,7 +149,7 @@ def test_a_viewer_never_sees_a_secret_anywhere(tmp_path, fake_llm, live_server_f
             timeout=30,
         ).raise_for_status()
 
-    cookie = session_cookie(server.url, viewer)
+    cookie = login_cookie(server.url, viewer.username)
     frames = asyncio.run(websocket_frames(server.url, cookie, [r.pk for r in runs], push_live))
     assert len(frames) >= len(runs), "every run socket sends its history from seq 0"
     assert any("Rotated." in f for f in frames), "the live push arrived over the socket"

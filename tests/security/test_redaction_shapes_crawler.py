@@ -27,7 +27,8 @@ from memory.models import MemoryChunk
 from state.models import KnownSecret, RevealAudit, StateDelta
 from tests.awp_runtime import SHAPED_SECRETS, Script, run_dag, run_delegation_loop
 from tests.factories import PASSWORD, make_experiment, make_member, make_token
-from tests.security.surfaces import session_cookie, surfaces_for_a_viewer, token_answers, websocket_frames
+from tests.proofkit import login_cookie
+from tests.security.surfaces import surfaces_for_a_viewer, token_answers, websocket_frames
 
 pytestmark = [pytest.mark.interop, pytest.mark.django_db(transaction=True)]
 
@@ -74,7 +75,7 @@ def test_secrets_in_every_shape_reach_no_viewer_and_no_read_token(tmp_path, fake
     bodies.update(token_answers(experiment, token))
     assert any('"tier": "semantic"' in b or "semantic" in k for k, b in bodies.items())
 
-    cookie = session_cookie(server.url, viewer)
+    cookie = login_cookie(server.url, viewer.username)
     frames = asyncio.run(websocket_frames(server.url, cookie, [r.pk for r in runs], lambda: None))
     assert len(frames) >= len(runs)
     bodies.update({f"frame {i}": frame for i, frame in enumerate(frames)})
