@@ -195,6 +195,46 @@ def _drop_test_databases(only_dead: bool) -> None:
         pass  # best effort: a leftover database costs disk, never correctness
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Fail the test that leaves a pooled database connection checked out, by name, at its own teardown.
+
+    Django keeps a connection per thread: ORM code run on a thread the test does not own (asyncio.to_thread, an
+    executor) checks a connection out of the process's pool and nothing hands it back. It then holds the test
+    database to the end of the session, where dropping it fails ("being accessed by other users") far from the
+    test that caused it. Run such code through `channels.db.database_sync_to_async`, or close the thread's
+    connections when it is done.
+    """
+    result = yield
+    left = _wait_for_connections_back(timeout=3.0)
+    if left:
+        raise AssertionError(
+            f"{item.nodeid} left {left} database connection(s) checked out of the pool: ORM code ran on a thread "
+            "that never closed its connection (use channels.db.database_sync_to_async, or close it in the thread)"
+        )
+    return result
+
+
+def _wait_for_connections_back(timeout: float) -> int:
+    """How many pooled connections stay checked out beyond the main thread's own (0 when all came back)."""
+    import time
+
+    from django.db import connections
+
+    connection = connections["default"]
+    pool = type(connection)._connection_pools.get(connection.alias)  # never create a pool just to look at it
+    if pool is None:
+        return 0
+    deadline = time.monotonic() + timeout
+    while True:
+        stats = pool.get_stats()
+        # A connection the pool is still opening counts in pool_size too, hence the short wait.
+        left = stats["pool_size"] - stats["pool_available"] - (connection.connection is not None)
+        if left <= 0 or time.monotonic() >= deadline:
+            return max(left, 0)
+        time.sleep(0.05)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     _drop_test_databases(only_dead=True)
 

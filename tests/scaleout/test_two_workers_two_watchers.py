@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from channels.db import database_sync_to_async
 
 from experiments.models import Event, Run
 from tests.awp_runtime import run_delegation_loop
@@ -107,8 +108,10 @@ def test_two_workers_and_two_watchers_make_one_ledger_live_on_both(live_server_f
             # Real runs written into the three folders; the watchers (separate processes) import them.
             for folder in (f1, f2, shared):
                 await asyncio.to_thread(run_delegation_loop, folder, fake_llm)
-            await asyncio.to_thread(
-                wait_until,
+            # ORM from async code through Channels' wrapper: it hands the thread's connection back to the pool
+            # (a plain asyncio.to_thread kept it checked out to the end of the session, and the test database
+            # could not be dropped).
+            await database_sync_to_async(wait_until)(
                 lambda: Event.objects.filter(run__experiment=experiment, kind="run.complete").count() == 3,
                 timeout=60,
                 what="all three folder runs imported",
