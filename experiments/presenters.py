@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from django.utils import timezone
 
 from experiments.models import Digest, Event, Experiment, IngestProblem, Run
 from experiments.summaries import event_summary
@@ -32,6 +33,18 @@ class EventView:
     def ts_note(self) -> str:
         """A word beside a time that is not the record's own (none for a record's time)."""
         return TS_NOTES.get(self.ts_source, "")
+
+    # What `ts|date:'c'` and `ts|date:"H:i:s"` print, without the filter: it cost ~20 µs a call, half of a
+    # Timeline row's rendering (200 rows a page).
+    @property
+    def ts_iso(self) -> str:
+        """The time in the current time zone, ISO 8601 (a <time datetime>)."""
+        return timezone.localtime(self.ts).isoformat() if self.ts else ""
+
+    @property
+    def ts_clock(self) -> str:
+        """The time of day in the current time zone, HH:MM:SS."""
+        return timezone.localtime(self.ts).strftime("%H:%M:%S") if self.ts else ""
 
 
 # Shown beside the Timeline's time when it was not in the record itself (experiments.awp.timing).
