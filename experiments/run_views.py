@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from experiments import presenters, run_charts
+from experiments import ledger_cache, presenters, run_charts
 from experiments.access import experiment_view
 from experiments.models import Event, Experiment, Run
 
@@ -102,8 +102,12 @@ def _timeline_page(run: Run, events: QuerySet[Event], after: int, *, is_filtered
 
 def _workers_of(run: Run) -> list[str]:
     """Workers of the run for the filter: read from worker events through the (run, kind, seq) index, never a
-    DISTINCT over every event of a long run."""
-    workers = run.events.filter(kind__in=["worker.spawn", "worker.complete"]).exclude(agent_id="")
+    DISTINCT over every event of a long run; kept per run head (experiments/ledger_cache.py)."""
+    return ledger_cache.cached(run, "timeline_workers", _ledger_workers)
+
+
+def _ledger_workers(run: Run) -> list[str]:
+    workers = run.events.filter(kind__in=["worker.spawn", "worker.complete"], seq__lte=run.last_seq).exclude(agent_id="")
     return list(workers.order_by("agent_id").values_list("agent_id", flat=True).distinct()[:200])
 
 
