@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from experiments.models import Run
 
 T = TypeVar("T")
-SIZE = 256  # (run, name) pairs kept; a big run's entry is a few hundred rows of numbers and names
+SIZE = 128  # (run, name) pairs kept; a 100k-event run's entries take ~190 KiB (the reads are capped), a small run's a few
 
 _lock = threading.Lock()
 # (name, run pk, experiment, created_at, *extra) -> (last_seq, value): only the newest head of each run is kept,
