@@ -1,8 +1,9 @@
 """Chart data of a run (confidence, eval score, budget use, loss) and of an experiment (runs over time, review flow).
 
 Values are read with a few SQL queries that pull only the numbers out of the payloads (never whole payloads),
-each capped, so a run with 100k events draws as fast as a small one; experiments/charts.py does the geometry.
-Numbers are not secrets, but labels (worker ids, run ids) pass through the redaction façade like every text.
+each capped and bounded by the run's head, and kept per (run, head) in experiments/ledger_cache.py, so a run
+with 100k events draws as fast as a small one; experiments/charts.py does the geometry. Numbers are not
+secrets, but labels (worker ids, run ids) pass through the redaction façade like every text, on every read.
 """
 
 from __future__ import annotations
