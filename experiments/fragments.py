@@ -22,7 +22,7 @@ def _oob_tbody(target: str, rows: list[str]) -> list[str]:
 
 def timeline_rows(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
     views = presenters.present_events(run.experiment, events)
-    return _oob_tbody("timeline-rows", [render_to_string("experiments/_event_row.html", {"e": e}) for e in views])
+    return _oob_tbody("timeline-rows", [presenters.timeline_rows_markup(views)] if views else [])
 
 
 def run_header(run: Run, events: list[Event], viewer: Viewer) -> list[str]:

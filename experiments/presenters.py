@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from django.utils import timezone
+from django.utils.html import escape
+from django.utils.text import slugify
 
 from experiments.models import Digest, Event, Experiment, IngestProblem, Run
 from experiments.summaries import event_summary
@@ -33,6 +36,17 @@ class EventView:
         """A word beside a time that is not the record's own (none for a record's time)."""
         return TS_NOTES.get(self.ts_source, "")
 
+    # The text of the `date` filter's 'c' and 'H:i:s' formats, without its cost (~20 µs a call, 400 a page).
+    @property
+    def ts_iso(self) -> str:
+        """The time in the current time zone, ISO 8601 (a <time datetime>)."""
+        return timezone.localtime(self.ts).isoformat() if self.ts else ""
+
+    @property
+    def ts_clock(self) -> str:
+        """The time of day in the current time zone, HH:MM:SS."""
+        return timezone.localtime(self.ts).strftime("%H:%M:%S") if self.ts else ""
+
 
 # Shown beside the Timeline's time when it was not in the record itself (experiments.awp.timing).
 TS_NOTES = {"parent": "from its iteration", "mtime": "file time", "received": "received"}
@@ -46,6 +60,31 @@ def present_events(experiment: Experiment, events: list[Event]) -> list[EventVie
         EventView(e.seq, e.kind, e.agent_id, e.iteration, e.depth, e.ts, e.ts_from, event_summary(e.kind, p), compact_json(p))
         for e, p in zip(events, payloads, strict=True)
     ]
+
+
+def timeline_rows_markup(events: list[EventView]) -> str:
+    """The Timeline's <tr> rows (the page and the websocket frames both print these), every text escaped.
+
+    Built as strings rather than through a template include per row: a page has 200 rows and Django's
+    template engine spent ~60 µs on each, a quarter of the run page's server time.
+    """
+    return "".join(_timeline_row(e) for e in events)
+
+
+def _timeline_row(e: EventView) -> str:
+    note = f" <small>{escape(e.ts_note)}</small>" if e.ts_note else ""
+    iteration = "" if e.iteration is None else e.iteration
+    return (
+        f'<tr id="event-{e.seq}" class="event kind-{escape(slugify(e.kind))}">\n'
+        f'  <td class="num">{e.seq}</td>\n'
+        f"  <td><code>{escape(e.kind)}</code></td>\n"
+        f"  <td>{escape(e.agent_id or '')}</td>\n"
+        f'  <td class="num">{iteration}</td>\n'
+        f'  <td class="muted nowrap"><time datetime="{escape(e.ts_iso)}">{escape(e.ts_clock)}</time>{note}</td>\n'
+        f'  <td class="event-summary"><details class="payload-toggle"><summary>{escape(e.summary or "(empty payload)")}</summary>'
+        f'<pre class="payload" data-json tabindex="0">{escape(e.compact)}</pre></details></td>\n'
+        "</tr>\n"
+    )
 
 
 def compact_json(value: Any, limit: int = 20_000) -> str:

@@ -1,8 +1,9 @@
 """Chart data of a run (confidence, eval score, budget use, loss) and of an experiment (runs over time, review flow).
 
 Values are read with a few SQL queries that pull only the numbers out of the payloads (never whole payloads),
-each capped, so a run with 100k events draws as fast as a small one; experiments/charts.py does the geometry.
-Numbers are not secrets, but labels (worker ids, run ids) pass through the redaction façade like every text.
+each capped and bounded by the run's head, and kept per (run, head) in experiments/ledger_cache.py, so a run
+with 100k events draws as fast as a small one; experiments/charts.py does the geometry. Numbers are not
+secrets, but labels (worker ids, run ids) pass through the redaction façade like every text, on every read.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from django.db.models import Count
 from django.db.models.functions import TruncDate
 from django.urls import reverse
 
+from experiments import ledger_cache
 from experiments.charts import Chart, Point, Series, fmt_number, line_chart
 from experiments.models import Experiment, Run
 
@@ -73,10 +75,11 @@ def _rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def _newest(run: Run, kind: str, columns: str) -> list[tuple[Any, ...]]:
-    """(seq, iteration, agent_id, <columns>) of the newest ROW_CAP events of a kind, oldest first."""
+    """(seq, iteration, agent_id, <columns>) of the newest ROW_CAP events of a kind up to the run's head, oldest first."""
+    # Bounded by the head the caller keys its cache entry on (experiments/ledger_cache.py).
     rows = _rows(
-        f"SELECT seq, iteration, agent_id, {columns} FROM experiments_event WHERE run_id = %s AND kind = %s ORDER BY seq DESC LIMIT %s",
-        [run.pk, kind, ROW_CAP],
+        f"SELECT seq, iteration, agent_id, {columns} FROM experiments_event WHERE run_id = %s AND kind = %s AND seq <= %s ORDER BY seq DESC LIMIT %s",
+        [run.pk, kind, run.last_seq, ROW_CAP],
     )
     if len(rows) == ROW_CAP and rows[-1][1] is not None:
         # The cap may have cut the oldest iteration read in half: leave it out rather than draw part of it.
@@ -107,9 +110,12 @@ class RunSeries:
 
 
 def run_series(run: Run) -> RunSeries:
-    """Per-iteration (or per DAG step) confidence and eval score per worker, budget use, loss."""
-    from state.services_redaction import redact_text_for
+    """Per-iteration (or per DAG step) confidence and eval score per worker, budget use, loss; names redacted."""
+    return _redacted(run, ledger_cache.cached(run, "run_series", _ledger_series, run.engine))
 
+
+def _ledger_series(run: Run) -> RunSeries:
+    """run_series as the ledger says it, up to the run's head, before redaction (what ledger_cache keeps)."""
     is_dag = run.engine == "dag"
     step = "DAG step" if is_dag else "iteration"
     confidence: dict[str, list[Point]] = defaultdict(list)
@@ -141,18 +147,32 @@ def run_series(run: Run) -> RunSeries:
     confidence, oldest = _keep_newest(confidence, MAX_ITERATIONS)
     score, _ = _keep_newest(score, MAX_ITERATIONS)
     budget, _ = _keep_newest(budget, MAX_ITERATIONS)
-    agents = sorted({*confidence, *score})
-    safe = dict(zip(agents, redact_text_for(run.experiment, "\n".join(agents)).split("\n"), strict=False)) if agents else {}
-    # Tooltips name the worker too: rebuild them with the redacted name.
+
     def series(points: dict[str, list[Point]]) -> list[Series]:
-        out = []
-        for name, ps in sorted(points.items()):
-            shown = safe.get(name, name)
-            out.append(Series(shown, tuple(Point(p.x, p.y, p.label.replace(name, shown, 1) if name != shown else p.label, p.mark, p.css) for p in ps)))
-        return out
+        return [Series(name, tuple(ps)) for name, ps in sorted(points.items())]
 
     shown = len({p.x for ps in confidence.values() for p in ps} | {p.x for ps in budget.values() for p in ps})
     return RunSeries(series(confidence), series(score), [Series(n, tuple(ps)) for n, ps in budget.items()], series(loss), is_dag, shown, oldest)
+
+
+def _redacted(run: Run, values: RunSeries) -> RunSeries:
+    """The series with worker names redacted, in their names and in the tooltips that name them."""
+    from state.services_redaction import redact_text_for
+
+    agents = sorted({s.name for s in values.confidence} | {s.name for s in values.score})
+    safe = dict(zip(agents, redact_text_for(run.experiment, "\n".join(agents)).split("\n"), strict=False)) if agents else {}
+
+    def series(named: list[Series]) -> list[Series]:
+        out = []
+        for s in named:
+            shown = safe.get(s.name, s.name)
+            if shown == s.name:
+                out.append(s)
+                continue
+            out.append(Series(shown, tuple(Point(p.x, p.y, p.label.replace(s.name, shown, 1), p.mark, p.css) for p in s.points)))
+        return out
+
+    return RunSeries(series(values.confidence), series(values.score), list(values.budget), series(values.loss), values.is_dag, values.iterations_shown, values.oldest_shown)
 
 
 def charts_of(values: RunSeries, *, prefix: str = "") -> RunCharts:
@@ -282,12 +302,7 @@ def run_graph(run: Run) -> list[Any]:
     from state.services_redaction import redact_text_for
 
     if run.engine == "dag":
-        facts = {}
-        for _, _, agent, stamp, confidence, occurred in _newest(run, "state.snapshot", "payload->>'timestamp', payload->'state'->agent_id->'confidence', occurred_at"):
-            if agent and agent != "final":
-                from experiments.awp.events import parse_time
-
-                facts[agent] = graph.AgentFacts(parse_time(stamp) or occurred, _number(confidence))
+        facts = ledger_cache.cached(run, "dag_facts", _dag_facts)
         steps = graph.dag_steps(run.experiment.protocol or {})
         nodes = graph.dag_graph(steps, facts, run_pk=run.pk, run_started=run.started_at, run_status=run.status)
     else:
@@ -304,11 +319,7 @@ def run_graph(run: Run) -> list[Any]:
         rows = []
         for pk in runs:
             seen_rows: dict[tuple[int, str], graph.WorkerRow] = {}
-            fetched = [(*row[:3], _json(row[3]), *row[4:]) for row in _rows(
-                """SELECT iteration, agent_id, kind, payload->'confidence', payload->>'_submanager_run_id', occurred_at
-                   FROM experiments_event WHERE run_id = %s AND kind IN ('worker.spawn', 'worker.complete') ORDER BY seq DESC LIMIT 400""",
-                [pk],
-            )]
+            fetched = ledger_cache.cached(runs[pk], "graph_workers", _worker_events)
             newest = sorted({r[0] for r in fetched if r[0] is not None})[-GRAPH_ITERATIONS:]
             spawned_at: dict[tuple[int, str], Any] = {}
             for iteration, agent, kind, confidence, sub_run_id, occurred in reversed(fetched):
@@ -333,3 +344,32 @@ def run_graph(run: Run) -> list[Any]:
         if node.agent and node.run_pk:
             node.href = f"{timelines[node.run_pk]}?worker={quote(node.agent)}"
     return nodes
+
+
+def _dag_facts(run: Run) -> dict[str, Any]:
+    """Each DAG agent's state snapshot (when written, its confidence), up to the run's head."""
+    from experiments import graph
+    from experiments.awp.events import parse_time
+
+    facts = {}
+    for _, _, agent, stamp, confidence, occurred in _newest(run, "state.snapshot", "payload->>'timestamp', payload->'state'->agent_id->'confidence', occurred_at"):
+        if agent and agent != "final":
+            facts[agent] = graph.AgentFacts(parse_time(stamp) or occurred, _number(confidence))
+    return facts
+
+
+GRAPH_ROWS = 400  # the newest worker spawns and results read per run for its tree
+
+
+def _worker_events(run: Run) -> list[tuple[Any, ...]]:
+    """(iteration, agent, kind, confidence, sub-manager run id, occurred_at) of the newest GRAPH_ROWS worker
+    spawns and results up to the run's head, newest first."""
+    # One index-ordered scan per kind, merged: `kind IN (…) ORDER BY seq` cannot use the (run, kind, seq)
+    # index's order, so it read and sorted every worker event of the run (8,000 rows at 100k events).
+    one_kind = """(SELECT seq, iteration, agent_id, kind, payload->'confidence', payload->>'_submanager_run_id', occurred_at
+                   FROM experiments_event WHERE run_id = %s AND kind = %s AND seq <= %s ORDER BY seq DESC LIMIT %s)"""
+    rows = _rows(
+        f"SELECT * FROM ({one_kind} UNION ALL {one_kind}) AS worker_events ORDER BY seq DESC LIMIT %s",
+        [run.pk, "worker.spawn", run.last_seq, GRAPH_ROWS, run.pk, "worker.complete", run.last_seq, GRAPH_ROWS, GRAPH_ROWS],
+    )
+    return [(iteration, agent, kind, _json(confidence), sub_run_id, occurred) for _, iteration, agent, kind, confidence, sub_run_id, occurred in rows]

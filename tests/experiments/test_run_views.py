@@ -66,6 +66,35 @@ def test_timeline_pages_through_many_events(experiment, viewer):
     assert last.count('id="event-') == 50 and 'id="event-450"' in last
 
 
+def test_timeline_pages_read_the_general_way_when_seqs_have_a_gap(experiment, viewer):
+    # Ingest never leaves a gap (an unfiltered page reads its seq range); rows written around it still page.
+    from experiments.models import Event
+
+    run = make_run(experiment, last_seq=300)
+    Event.objects.bulk_create([Event(run=run, seq=seq, kind="log", payload={"msg": seq}, dedupe_key=f"k{seq}") for seq in [*range(1, 100), *range(150, 301)]])
+    client = Client()
+    client.force_login(viewer)
+    first = page(client, run)
+    assert first.count('id="event-') == 200 and 'id="event-250"' in first and "after=250" in first
+    rest = page(client, run, after="250")
+    assert rest.count('id="event-') == 50 and 'id="event-300"' in rest and "Next events" not in rest
+
+
+def test_timeline_rows_escape_what_the_agent_wrote_on_the_page_and_in_live_frames(experiment, viewer):
+    from awp_site.live import Viewer, render_run_fragments
+
+    run = make_run(experiment)
+    markup = '<img src=x onerror="alert(1)">'
+    append_events(run, [EventIn(kind="log", dedupe_key="x", agent_id='w"><b>', payload={"msg": markup, "note": "a & b"})])
+    client = Client()
+    client.force_login(viewer)
+    frame = "".join(render_run_fragments(run, list(run.events.all()), Viewer(viewer, "viewer")))
+    for html in (page(client, run), frame):
+        assert "<img" not in html and "<b>" not in html
+        assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html  # the one-line summary
+        assert "<td>w&quot;&gt;&lt;b&gt;</td>" in html and "a &amp; b" in html
+
+
 def test_runs_tab_nests_submanagers_and_filters_by_status(experiment, viewer):
     root = make_run(experiment, status="complete")
     make_run(experiment, parent=root, depth=1, parent_worker="sub_research", status="partial")
