@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -491,6 +491,46 @@ def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
     """A one-pass test of a serialized document: False means `secrets_in` would find nothing in it."""
     hint = _key_hint(sensitive)
     return bool((hint is not None and hint.search(serialized)) or _PATTERN_HINT.search(serialized))
+
+
+@lru_cache(maxsize=64)
+def key_secret_spellings(sensitive: frozenset[str]) -> tuple[str, ...] | None:
+    """What `may_hold_key_secrets` looks for in a lower-cased document (None: every document may hold a secret)."""
+    parts = []
+    for name in sorted(sensitive):
+        longest = max((part for part in name.split("_") if part), key=len, default="")
+        if not longest or any(char in '"\\' or char < " " for char in longest):
+            return None  # a name no spelling test can stand for
+        parts.append(longest.replace("ς", "σ"))
+    return tuple(parts)
+
+
+def may_hold_key_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
+    """A cheap test of a serialized JSON document: False means `secrets_in(…, parse_text=False)` finds nothing in it.
+
+    A key (or delta path word) `is_sensitive` holds a sensitive name once normalised, so the name's longest part
+    stands lower-cased and unbroken in the key's text: looking for it in the lower-cased document (Σ folded, whose
+    lower case depends on what follows it) is ~30 times cheaper than `may_hold_secrets`.
+    """
+    return key_secrets_test(sensitive)(serialized)
+
+
+@lru_cache(maxsize=64)
+def key_secrets_test(sensitive: frozenset[str]) -> Callable[[str], bool]:
+    """`may_hold_key_secrets` for one set of sensitive names, its own work done once (for loops over many rows)."""
+    parts = key_secret_spellings(sensitive)
+    if not sensitive:
+        return lambda serialized: False
+    if parts is None:
+        return lambda serialized: True
+
+    def may_hold(serialized: str) -> bool:
+        lowered = serialized.lower()
+        if "ς" in lowered:
+            lowered = lowered.replace("ς", "σ")
+        return any(part in lowered for part in parts)
+
+    return may_hold
 
 
 # -- known secrets -------------------------------------------------------------------------------------------
