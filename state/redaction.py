@@ -14,10 +14,12 @@ Three masks, applied together by `redact` (JSON) and `redact_text` (free text):
 
 from __future__ import annotations
 
+import bisect
 import html
+import itertools
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -512,25 +514,25 @@ def may_hold_key_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
     stands lower-cased and unbroken in the key's text: looking for it in the lower-cased document (Σ folded, whose
     lower case depends on what follows it) is ~30 times cheaper than `may_hold_secrets`.
     """
-    return key_secrets_test(sensitive)(serialized)
+    return may_hold_key_secrets_rows([serialized], sensitive)[0]
 
 
-@lru_cache(maxsize=64)
-def key_secrets_test(sensitive: frozenset[str]) -> Callable[[str], bool]:
-    """`may_hold_key_secrets` for one set of sensitive names, its own work done once (for loops over many rows)."""
-    parts = key_secret_spellings(sensitive)
-    if not sensitive:
-        return lambda serialized: False
-    if parts is None:
-        return lambda serialized: True
-
-    def may_hold(serialized: str) -> bool:
-        lowered = serialized.lower()
-        if "ς" in lowered:
-            lowered = lowered.replace("ς", "σ")
-        return any(part in lowered for part in parts)
-
-    return may_hold
+def may_hold_key_secrets_rows(serialized: Sequence[str], sensitive: frozenset[str]) -> list[bool]:
+    """`may_hold_key_secrets` of each of many documents: one scan of them all (joined by NUL) per spelling."""
+    parts = key_secret_spellings(sensitive) if sensitive else ()
+    if parts is None or not serialized:
+        return [parts is None] * len(serialized)
+    lowered = [document.lower() for document in serialized]
+    starts = list(itertools.accumulate((len(document) + 1 for document in lowered[:-1]), initial=0))
+    haystack = "\0".join(lowered).replace("ς", "σ")
+    hit: set[int] = set()
+    for part in parts:
+        at = haystack.find(part)
+        while at != -1:
+            row = bisect.bisect_right(starts, at) - 1
+            hit.add(row)
+            at = haystack.find(part, starts[row + 1]) if row + 1 < len(starts) else -1
+    return [row in hit for row in range(len(serialized))]
 
 
 # -- known secrets -------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from state.redaction import (
     REDACTED,
     is_sensitive,
     may_hold_key_secrets,
+    may_hold_key_secrets_rows,
     redact,
     redact_at,
     secrets_in,
@@ -55,6 +56,13 @@ def test_may_hold_key_secrets_is_false_only_when_no_key_holds_one(document):
     found = secrets_in(document, SENSITIVE, parse_text=False)
     serialized = json.dumps(document, ensure_ascii=False)
     assert may_hold_key_secrets(serialized, SENSITIVE) or not found
+
+
+@given(st.lists(st.one_of(_documents().map(json.dumps), st.text(max_size=12),
+                         st.sampled_from(["İİİİİİİİİİİİtoken", "ΣΑΣ", '{"apiKey": 1}', ""])), max_size=6))  # fmt: skip
+def test_may_hold_key_secrets_rows_is_may_hold_key_secrets_of_each(documents):
+    expected = [may_hold_key_secrets(document, SENSITIVE) for document in documents]
+    assert may_hold_key_secrets_rows(documents, SENSITIVE) == expected
 
 
 def test_may_hold_key_secrets_reads_every_spelling_of_a_name():
