@@ -20,11 +20,13 @@ are laid end to end on one turn clock (run order, then turn), so an earlier run 
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,29 +198,52 @@ def word_needles(query_words: frozenset[str]) -> list[str] | None:
     return None if any(needle in _MASK for needle in needles) else needles
 
 
-def keyword_matcher(query_words: frozenset[str]) -> Callable[[str], bool]:
-    """`keyword_may_match` for one query, its own work done once (it runs on every older row seen in part)."""
-    if not query_words:
-        return lambda stored_fields: False
-    needles = word_needles(query_words)
-    if needles is None:
-        return lambda stored_fields: True
-    numbers = any(_NUMBER_PART.fullmatch(needle) for needle in needles)
-
-    def may_match(stored_fields: str) -> bool:
-        haystack = stored_fields.lower()
-        if "ς" in haystack:
-            haystack = haystack.replace("ς", "σ")
-        return (any(needle in haystack for needle in needles) or _JSON_IN_STRING.search(stored_fields) is not None
-                or (numbers and _SPELLED_OTHERWISE.search(stored_fields) is not None))  # fmt: skip
-
-    return may_match
-
-
 def keyword_may_match(query_words: frozenset[str], stored_fields: str) -> bool:
     """Whether what any reader sees of an output, whose `fields` Postgres prints as `stored_fields`, may share a word
     with the query (False: keyword relevance 0 for every reader, redaction and sharing rules whatever they are)."""
-    return keyword_matcher(query_words)(stored_fields)
+    if not query_words:
+        return False
+    needles = word_needles(query_words)
+    if needles is None or _JSON_IN_STRING.search(stored_fields):
+        return True
+    if any(_NUMBER_PART.fullmatch(needle) for needle in needles) and _SPELLED_OTHERWISE.search(stored_fields):
+        return True
+    haystack = stored_fields.lower().replace("ς", "σ")
+    return any(needle in haystack for needle in needles)
+
+
+def keyword_may_match_rows(query_words: frozenset[str], stored: Sequence[str]) -> list[bool]:
+    """`keyword_may_match` of each of many rows, each test run once over all of them (a C-speed scan of their text
+    joined by NUL, which no stored JSON holds and no test matches across) instead of once a row."""
+    if not query_words or not stored:
+        return [False] * len(stored)
+    needles = word_needles(query_words)
+    if needles is None:
+        return [True] * len(stored)
+    # Lower-cased row by row: a character's lower case may be longer (İ), so the rows' starts are taken after.
+    lowered = [row.lower() for row in stored]
+    hit = _rows_found("\0".join(lowered).replace("ς", "σ"), _starts(lowered), needles)
+    joined, starts = "\0".join(stored), _starts(stored)
+    hit |= {bisect.bisect_right(starts, found.start()) - 1 for found in _JSON_IN_STRING.finditer(joined)}
+    if any(_NUMBER_PART.fullmatch(needle) for needle in needles):
+        hit |= {bisect.bisect_right(starts, found.start()) - 1 for found in _SPELLED_OTHERWISE.finditer(joined)}
+    return [row in hit for row in range(len(stored))]
+
+
+def _starts(rows: Sequence[str]) -> list[int]:
+    return list(itertools.accumulate((len(row) + 1 for row in rows[:-1]), initial=0))
+
+
+def _rows_found(haystack: str, starts: list[int], needles: Iterable[str]) -> set[int]:
+    """The rows (by their starts in `haystack`) holding any of `needles`; a row found is skipped for the next hit."""
+    hit: set[int] = set()
+    for needle in needles:
+        at = haystack.find(needle)
+        while at != -1:
+            row = bisect.bisect_right(starts, at) - 1
+            hit.add(row)
+            at = haystack.find(needle, starts[row + 1]) if row + 1 < len(starts) else -1
+    return hit
 
 
 @dataclass(frozen=True)

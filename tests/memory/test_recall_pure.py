@@ -296,6 +296,12 @@ def test_keyword_may_match_keeps_every_output_a_reader_finds_a_query_word_in(cas
         assert recall.keyword_may_match(query, stored), (query, stored, content)
 
 
+@given(st.lists(st.one_of(_values.map(_postgres_text), _strings, st.sampled_from(["", "İİİ ΣΑΣ alpha", "İİİİİİx", "x\0y"])), max_size=6),
+       st.frozensets(st.sampled_from(["alpha", "beta", "07", "e", "σας", "i̇", "x", "redacted", "null"]), max_size=3))  # fmt: skip
+def test_keyword_may_match_rows_is_keyword_may_match_of_each_row(rows, query) -> None:
+    assert recall.keyword_may_match_rows(query, rows) == [recall.keyword_may_match(query, row) for row in rows]
+
+
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_numbers_python_spells_otherwise_are_recognised(number) -> None:
     stored = _postgres_text(number)
