@@ -16,7 +16,7 @@ from memory import embeddings, recall
 from memory.models import Episode
 from memory.search import vector_literal
 from state.config import state_settings
-from state.redaction import key_secrets_test
+from state.redaction import may_hold_key_secrets_rows
 from state.services_redaction import redact_for, redactor_for, sensitive_fields_for
 
 _RUN_FIELDS = ("status", "reason", "total_iterations")
@@ -215,21 +215,20 @@ def recall_for(
     reading = _Reading(experiment=experiment, runs=runs, last=last, weights=weights, now=now,
                        query_words=sorted(recall.words(query)), where=fast,
                        params={"reader": agent_id, "whole": whole, "hidden": patterns}, semantic=semantic, limit=limit)  # fmt: skip
-    # Recent turns first: their (k + BELOW_CUT)-th best is a floor the whole history must beat (scoring more
-    # episodes only raises it). An older episode scores at most w_rel·relevance + w_rec·recency + w_imp·max
-    # importance, so before `oldest` one that shares no word with the query (keyword relevance 0) stays strictly
-    # below the floor: it can be neither in the top k nor among the BELOW_CUT after them, and is never read.
-    # Those sharing a word are found through the word-set index. With the semantic tier any episode may be
-    # relevant: the bound then takes relevance 1 for all. (Pruned = unpruned: test_recall_api's property test.)
+    # Recent turns first, with the older episodes sharing a word with the query (through the word-set index):
+    # their (k + BELOW_CUT)-th best is a floor the whole history must beat (scoring more episodes only raises
+    # it). Any other older episode has keyword relevance 0 and scores at most w_rec·recency + w_imp·max
+    # importance, so before `oldest` it stays strictly below the floor: it can be neither in the top k nor among
+    # the BELOW_CUT after them, and is never read. With the semantic tier any episode may be relevant: the bound
+    # then takes relevance 1 for all. (Pruned = unpruned: test_recall_api's property test.)
     start = now - 4 * limit
-    recent = _scored_in_sql(reading, lo=start, hi=now)
-    floor = recent[-1].exact if len(recent) >= limit else None
+    scored = _scored_in_sql(reading, lo=start, hi=now, words_before=start)
+    floor = scored[-1].exact if len(scored) >= limit else None
     oldest = recall.oldest_clock_that_can_rank(weights, now=now, threshold=floor, has_query=semantic is not None)
     if oldest is None or oldest < start:
-        older = _scored_in_sql(reading, lo=oldest, hi=start - 1, words_before=oldest)
-    else:
-        older = _scored_in_sql(reading, lo=None, hi=None, words_before=start)
-    scored = heapq.nlargest(limit, [*recent, *older], key=_rank)
+        # The word-sharing ones were read already: by key, each episode counts once.
+        older = {s.episode.key: s for s in [*scored, *_scored_in_sql(reading, lo=oldest, hi=start - 1)]}
+        scored = heapq.nlargest(limit, older.values(), key=_rank)
     # What the sharing rules show in part is scored in Python: only from turns where it could still make the cut,
     # and before them only what may share a word with the query.
     threshold = scored[-1].exact if len(scored) >= limit else None
@@ -259,17 +258,16 @@ def _seen_in_part(reading: _Reading, reader: str, where: str, params: list[Any],
     if not query_words:
         rows = _episode_rows(experiment, reader, where=f"{where} AND {recent}", params=[*params, *recent_params])
         return _episodes(experiment, rows, runs)
-    may_match, may_hold = recall.keyword_matcher(query_words), key_secrets_test(sensitive_fields_for(experiment))
-
-    def may_rank(row: _Row) -> bool:
-        stored = row[6]
-        clock = (runs.get(row[3], ("", 0))[1] if row[3] is not None else 0) + row[4]
-        # A row holding a value under a sensitive key masks that value in the others it is redacted with (the
-        # document's own secrets): redacted along, it keeps their content as the unpruned batch gives it.
-        return clock >= oldest or stored is None or may_match(stored) or may_hold(stored)
-
-    rows = [row for row in _episode_rows(experiment, reader, where=where, params=params) if may_rank(row)]
-    return _episodes(experiment, rows, runs)
+    rows = _episode_rows(experiment, reader, where=where, params=params)
+    older = [(key, stored) for key, _, _, run_pk, turn, _, stored in rows
+             if stored is not None and (runs[run_pk][1] if run_pk in runs else 0) + turn < oldest]  # fmt: skip
+    documents = [stored for _, stored in older]
+    # A row holding a value under a sensitive key masks that value in the others it is redacted with (the
+    # document's own secrets): redacted along, it keeps their content as the unpruned batch gives it.
+    may_match = recall.keyword_may_match_rows(query_words, documents)
+    may_hold = may_hold_key_secrets_rows(documents, sensitive_fields_for(experiment))
+    dropped = {key for (key, _), match, hold in zip(older, may_match, may_hold, strict=True) if not (match or hold)}
+    return _episodes(experiment, [row for row in rows if row[0] not in dropped], runs)
 
 
 def _scored_in_sql(reading: _Reading, *, lo: int | None, hi: int | None, words_before: int | None = None) -> list[recall.Scored]:
