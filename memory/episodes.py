@@ -251,14 +251,12 @@ def _seen_in_part(reading: _Reading, reader: str, where: str, params: list[Any],
     """The episodes `where` selects that may still make the cut: from `oldest` on (all when None), and before it
     those `recall.keyword_may_match` keeps (redacted with the rest when they may hold a secret of their own)."""
     runs, experiment, query_words = reading.runs, reading.experiment, frozenset(reading.query_words)
-    if oldest is None:
-        return _episodes(experiment, _episode_rows(experiment, reader, where=where, params=params), runs)
-    recent = "e.turn >= coalesce((%s::int[])[array_position(%s::bigint[], e.run_id)], %s)"
-    recent_params = [[oldest - offset for _, offset in runs.values()], list(runs), oldest]
-    if not query_words:
-        rows = _episode_rows(experiment, reader, where=f"{where} AND {recent}", params=[*params, *recent_params])
-        return _episodes(experiment, rows, runs)
+    if oldest is not None and not query_words:
+        where += " AND e.turn >= coalesce((%s::int[])[array_position(%s::bigint[], e.run_id)], %s)"
+        params = [*params, [oldest - offset for _, offset in runs.values()], list(runs), oldest]
     rows = _episode_rows(experiment, reader, where=where, params=params)
+    if oldest is None or not query_words:
+        return _episodes(experiment, rows, runs)
     older = [(key, stored) for key, _, _, run_pk, turn, _, stored in rows
              if stored is not None and (runs[run_pk][1] if run_pk in runs else 0) + turn < oldest]  # fmt: skip
     documents = [stored for _, stored in older]
@@ -270,32 +268,30 @@ def _seen_in_part(reading: _Reading, reader: str, where: str, params: list[Any],
     return _episodes(experiment, [row for row in rows if row[0] not in dropped], runs)
 
 
-def _scored_in_sql(reading: _Reading, *, lo: int | None, hi: int | None, words_before: int | None = None) -> list[recall.Scored]:
+def _scored_in_sql(reading: _Reading, *, lo: int | None, hi: int, words_before: int | None = None) -> list[recall.Scored]:
     """The best k + BELOW_CUT, by the reference formula computed in SQL, of the episodes `reading.where` selects
-    with lo ≤ turn clock ≤ hi (no lower end when lo is None, none at all when hi is None) and of the older ones
-    (clock < words_before) that share a word with the query."""
+    with lo ≤ turn clock ≤ hi (no lower end when lo is None) and of the older ones (clock < words_before) that
+    share a word with the query."""
     weights, runs, query_words = reading.weights, reading.runs, reading.query_words
     total = weights.relevance + weights.recency + weights.importance
     kinds = list(recall.IMPORTANCE)
     columns = "e.key, e.agent_id, e.kind, e.run_id, e.turn, e.text, e.words"
-    parts = []
-    if hi is not None:
-        # Each run's turns in [lo, hi] through the (run, turn) index; runs that end before lo are not even probed.
-        lower = "" if lo is None else " AND e.turn >= %(lo)s - r.off"
-        parts.append(f"""SELECT {columns}, r.off + e.turn AS clock
+    # Each run's turns in [lo, hi] through the (run, turn) index; runs that end before lo are not even probed.
+    lower = "" if lo is None else " AND e.turn >= %(lo)s - r.off"
+    parts = [
+        f"""SELECT {columns}, r.off + e.turn AS clock
             FROM unnest(%(reach)s::bigint[], %(reach_offs)s::int[]) r(run_pk, off) CROSS JOIN LATERAL (
                 SELECT * FROM memory_episode e WHERE e.run_id = r.run_pk AND e.turn <= %(hi)s - r.off{lower}) e
-            WHERE e.experiment_id = %(exp)s AND {reading.where}""")
-        parts.append(f"""SELECT {columns}, e.turn AS clock FROM memory_episode e
+            WHERE e.experiment_id = %(exp)s AND {reading.where}""",
+        f"""SELECT {columns}, e.turn AS clock FROM memory_episode e
             WHERE e.experiment_id = %(exp)s AND e.run_id IS NULL AND e.turn <= %(hi)s{"" if lo is None else " AND e.turn >= %(lo)s"}
-              AND {reading.where}""")  # fmt: skip
+              AND {reading.where}""",
+    ]  # fmt: skip
     if words_before is not None and query_words and reading.semantic is None:
         parts.append(f"""SELECT {columns}, coalesce(o.off, 0) + e.turn AS clock
             FROM memory_episode e LEFT JOIN unnest(%(runs)s::bigint[], %(offs)s::int[]) o(run_pk, off) ON o.run_pk = e.run_id
             WHERE e.experiment_id = %(exp)s AND e.words && %(q)s::text[] AND coalesce(o.off, 0) + e.turn < %(before)s
               AND {reading.where}""")  # fmt: skip
-    if not parts:
-        return []
     # Jaccard of the stored word set and the query's words, exactly as recall.keyword_relevance computes it.
     # |query ∩ words| as a sum of one-element containments (no subquery per row); the query's words are bound
     # one by one as q0, q1, …
