@@ -186,6 +186,8 @@ def keyword_relevance(query_words: frozenset[str], text: str) -> float:
 #   a row holding such a number is kept when a query word could be part of a number (only digits and "e");
 # - str.lower maps each character on its own except Σ, which becomes ς at a word's end and σ elsewhere (so the
 #   context, which differs between the JSON and the content, is folded away: ς → σ on both sides).
+# tests/memory/test_recall_pure.py tries to break each step (hypothesis); test_recall_api.py holds recall_for,
+# which prunes with it, equal to the reference over every episode.
 _MASK = REDACTED.lower()
 _JSON_IN_STRING = re.compile(r'"(?:\s|\\[bfnrt]|\\u[0-9a-f]{4})*[\[{]')
 _SPELLED_OTHERWISE = re.compile(r"0\.0000|[0-9][0-9.]{15}")
