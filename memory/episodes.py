@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -14,7 +16,8 @@ from memory import embeddings, recall
 from memory.models import Episode
 from memory.search import vector_literal
 from state.config import state_settings
-from state.services_redaction import redact_for, redact_text_for
+from state.redaction import may_hold_key_secrets_rows
+from state.services_redaction import redact_for, redactor_for, sensitive_fields_for
 
 _RUN_FIELDS = ("status", "reason", "total_iterations")
 _DECISION_FIELDS = ("decision", "reasoning", "confidence", "final_result")
@@ -101,6 +104,12 @@ def project_episodes(run: Run, events: list[Event], ctx: ProjectionContext) -> N
 
 def turn_clock(experiment: Experiment) -> tuple[dict[int, tuple[str, int]], int]:
     """Each run's (run id, offset) on the experiment's turn clock, and the latest turn on it."""
+    runs, latest, _ = _run_clock(experiment)
+    return runs, latest
+
+
+def _run_clock(experiment: Experiment) -> tuple[dict[int, tuple[str, int]], int, dict[int, int]]:
+    """`turn_clock`, and each run's last turn on the clock."""
     with connection.cursor() as cursor:
         # Per run, two probes of the (run, turn) index rather than a scan of every episode.
         cursor.execute(
@@ -115,7 +124,8 @@ def turn_clock(experiment: Experiment) -> tuple[dict[int, tuple[str, int]], int]
         rows = cursor.fetchall()
     offsets = recall.turn_clock((pk, length) for pk, _, length in rows)
     runs = {pk: (run_id, offsets[pk]) for pk, run_id, _ in rows}
-    return runs, sum(length for _, _, length in rows) - 1 if rows else 0
+    last = {pk: offsets[pk] + length - 1 for pk, _, length in rows}
+    return runs, sum(length for _, _, length in rows) - 1 if rows else 0, last
 
 
 def load_episodes(
@@ -126,21 +136,31 @@ def load_episodes(
     their fields, key-redacted, for the sharing filter."""
     if runs is None:
         runs, _ = turn_clock(experiment)
+    return _episodes(experiment, _episode_rows(experiment, reader, where=where, params=params), runs)
+
+
+_Row = tuple[str, str, str, int | None, int, str, str | None]  # key, agent, kind, run pk, turn, text, fields as JSON text
+
+
+def _episode_rows(experiment: Experiment, reader: str, *, where: str = "", params: list[Any] | None = None) -> list[_Row]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"""SELECT e.key, e.agent_id, e.kind, e.run_id, e.turn, e.text,
-                      CASE WHEN e.agent_id = %s THEN NULL ELSE e.fields END
+                      CASE WHEN e.agent_id = %s THEN NULL ELSE e.fields::text END
                FROM memory_episode e WHERE e.experiment_id = %s {where}""",
             [reader, experiment.pk, *(params or [])],
         )
-        rows = cursor.fetchall()
-    # Django leaves jsonb undecoded on a raw cursor. Fields are rendered into text for others to read, so they
-    # pass the redaction façade first (one call for all of them): a masked key never turns into prose.
-    decoded = [json.loads(row[6]) if isinstance(row[6], str) else row[6] for row in rows]
+        return cursor.fetchall()
+
+
+def _episodes(experiment: Experiment, rows: list[_Row], runs: dict[int, tuple[str, int]]) -> list[recall.Episode]:
+    # Fields are rendered into text for others to read, so they pass the redaction façade first (one call for all
+    # of them): a masked key never turns into prose.
+    decoded = [json.loads(row[6]) if row[6] is not None else None for row in rows]
     masked = iter(redact_for(experiment, [fields for fields in decoded if fields is not None]))
     out = []
     for (key, agent, kind, run_pk, turn, text, _), fields in zip(rows, decoded, strict=True):
-        run_id, offset = runs.get(run_pk, ("", 0))
+        run_id, offset = runs.get(run_pk, ("", 0)) if run_pk is not None else ("", 0)
         out.append(recall.Episode(key=key, agent_id=agent, kind=kind, run_id=run_id, turn=turn, clock=offset + turn, text=text,
                                   fields=next(masked) if fields is not None else None, source=_source(kind, run_id, turn, agent)))  # fmt: skip
     return out
@@ -153,103 +173,166 @@ def _source(kind: str, run_id: str, turn: int, agent: str) -> str:
     return f"run {run_id} · turn {turn}{who}"
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What one `recall_for` call reads the episodes with: the clock, the formula, the rows it may score in SQL."""
+
+    experiment: Experiment
+    runs: dict[int, tuple[str, int]]
+    last: dict[int, int]  # each run's last turn on the clock
+    weights: recall.SalienceWeights
+    now: int
+    query_words: list[str]
+    where: str  # the episodes the reader sees whole (scored in SQL)
+    params: dict[str, Any]
+    semantic: str | None
+    limit: int  # k + BELOW_CUT
+
+
 def recall_for(
     *, experiment: Experiment, agent_id: str, query: str = "", turn: int | None = None, top_k: int | None = None
 ) -> recall.RecallBlock:
     """The recall block `agent_id` would receive now (or at `turn` on the experiment's turn clock).
 
     Same result as `recall.recall` over every episode, but fast for big histories: the episodes the agent sees
-    whole (its own, the public record, outputs shared whole) are scored and cut in SQL; only what it sees in
-    part (selective rules, never_share fields present) goes through the pure filter in Python.
+    whole (its own, the public record, outputs shared whole) are scored and cut in SQL, reading only those that
+    can still make the cut; only what it sees in part (selective rules, never_share fields present) goes through
+    the pure filter in Python, and only where it can still make the cut.
     """
     weights = recall.SalienceWeights.from_config(experiment.memory_config)
     policy = state_settings(experiment.protocol).sharing
-    runs, latest = turn_clock(experiment)
+    runs, latest, last = _run_clock(experiment)
     now = turn if turn is not None else latest
     k = top_k or weights.top_k
+    limit = k + recall.BELOW_CUT
     whole, partial = recall.split_producers(policy, agent_id, recall_agents(experiment))
     hidden = sorted(policy.never_share)
     # A row naming a never_share key anywhere in its fields cannot be shown as stored: the Python path filters it.
     patterns = ['%"' + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + '":%' for name in hidden]
     fast = ("(e.agent_id = %(reader)s OR ((e.is_public OR e.agent_id = ANY(%(whole)s))"
             + (" AND NOT coalesce(e.fields::text, '') LIKE ANY(%(hidden)s)))" if hidden else "))"))  # fmt: skip
-    params = {"reader": agent_id, "whole": whole, "hidden": patterns}
     semantic = semantic_query_vector(experiment, query)
-    limit = k + recall.BELOW_CUT
-    # Recent turns first: their (k + BELOW_CUT)-th best is a floor the whole history must beat, so episodes too
-    # old to reach it (and sharing no word with the query) are never scored.
-    scored = _scored_in_sql(experiment, runs, weights, now, query, k, fast, params, semantic=semantic,
-                            min_clock=now - 4 * limit, or_words=False)  # fmt: skip
+    reading = _Reading(experiment=experiment, runs=runs, last=last, weights=weights, now=now,
+                       query_words=sorted(recall.words(query)), where=fast,
+                       params={"reader": agent_id, "whole": whole, "hidden": patterns}, semantic=semantic, limit=limit)  # fmt: skip
+    # Recent turns first, with the older episodes sharing a word with the query (through the word-set index):
+    # their (k + BELOW_CUT)-th best is a floor the whole history must beat (scoring more episodes only raises
+    # it). Any other older episode has keyword relevance 0 and scores at most w_rec·recency + w_imp·max
+    # importance, so before `oldest` it stays strictly below the floor: it can be neither in the top k nor among
+    # the BELOW_CUT after them, and is never read. With the semantic tier any episode may be relevant: the bound
+    # then takes relevance 1 for all. (Pruned = unpruned: test_recall_api's property test.)
+    start = now - 4 * limit
+    scored = _scored_in_sql(reading, lo=start, hi=now, words_before=start)
     floor = scored[-1].exact if len(scored) >= limit else None
     oldest = recall.oldest_clock_that_can_rank(weights, now=now, threshold=floor, has_query=semantic is not None)
-    scored = _scored_in_sql(experiment, runs, weights, now, query, k, fast, params, semantic=semantic,
-                            min_clock=oldest, or_words=True)  # fmt: skip
+    if oldest is None or oldest < start:
+        # The word-sharing ones were read already: by key, each episode counts once.
+        older = {s.episode.key: s for s in [*scored, *_scored_in_sql(reading, lo=oldest, hi=start - 1)]}
+        scored = heapq.nlargest(limit, older.values(), key=_rank)
+    # What the sharing rules show in part is scored in Python: only from turns where it could still make the cut,
+    # and before them only what may share a word with the query.
+    threshold = scored[-1].exact if len(scored) >= limit else None
+    oldest = recall.oldest_clock_that_can_rank(weights, now=now, threshold=threshold, has_query=False)
     names_hidden = "coalesce(e.fields::text, '') LIKE ANY(%s)" if hidden else "false"
-    hidden_params = [patterns] if hidden else []
     slow = (f"AND e.agent_id <> %s AND ((NOT e.is_public AND e.agent_id = ANY(%s)) "
             f"OR ((e.is_public OR e.agent_id = ANY(%s)) AND {names_hidden}))")  # fmt: skip
-    slow_params = [agent_id, partial, whole, *hidden_params]
-    # What the sharing rules show in part is scored in Python: only from turns where it could still make the cut.
-    threshold = scored[-1].exact if len(scored) >= k + recall.BELOW_CUT else None
-    oldest = recall.oldest_clock_that_can_rank(weights, now=now, threshold=threshold, has_query=bool(recall.words(query)))
-    if oldest is not None:
-        slow += " AND e.turn >= coalesce((%s::int[])[array_position(%s::bigint[], e.run_id)], %s)"
-        slow_params += [[oldest - offset for _, offset in runs.values()], list(runs), oldest]
-    rest = recall.score_episodes(load_episodes(experiment, agent_id, where=slow, params=slow_params, runs=runs), reader=agent_id,
+    slow_params = [agent_id, partial, whole, *([patterns] if hidden else [])]
+    rest = recall.score_episodes(_seen_in_part(reading, agent_id, slow, slow_params, oldest=oldest), reader=agent_id,
                                  policy=policy, weights=weights, now=now, query=query)  # fmt: skip
     items, below = recall.cut([*scored, *rest], k=k)
     return recall.RecallBlock(agent_id=agent_id, turn=now, query=query, weights=weights, items=items, below=below)
 
 
-def _scored_in_sql(
-    experiment: Experiment, runs: dict[int, tuple[str, int]], weights: recall.SalienceWeights, now: int, query: str,
-    k: int, where: str, params: dict[str, Any], *, semantic: str | None, min_clock: int | None, or_words: bool,
-) -> list[recall.Scored]:
-    """The best k + BELOW_CUT of the rows `where` selects, scored by the reference formula in SQL.
+def _rank(scored: recall.Scored) -> tuple[float, int, str]:
+    return scored.exact, scored.episode.clock, scored.episode.key  # as recall.cut ranks
 
-    `min_clock` leaves out older rows (also those sharing a query word unless `or_words`) before scoring.
-    """
+
+def _seen_in_part(reading: _Reading, reader: str, where: str, params: list[Any], *, oldest: int | None) -> list[recall.Episode]:
+    """The episodes `where` selects that may still make the cut: from `oldest` on (all when None), and before it
+    those `recall.keyword_may_match` keeps (redacted with the rest when they may hold a secret of their own)."""
+    runs, experiment, query_words = reading.runs, reading.experiment, frozenset(reading.query_words)
+    if oldest is not None and not query_words:
+        where += " AND e.turn >= coalesce((%s::int[])[array_position(%s::bigint[], e.run_id)], %s)"
+        params = [*params, [oldest - offset for _, offset in runs.values()], list(runs), oldest]
+    rows = _episode_rows(experiment, reader, where=where, params=params)
+    if oldest is None or not query_words:
+        return _episodes(experiment, rows, runs)
+    older = [(key, stored) for key, _, _, run_pk, turn, _, stored in rows
+             if stored is not None and (runs[run_pk][1] if run_pk in runs else 0) + turn < oldest]  # fmt: skip
+    documents = [stored for _, stored in older]
+    # A row holding a value under a sensitive key masks that value in the others it is redacted with (the
+    # document's own secrets): redacted along, it keeps their content as the unpruned batch gives it.
+    may_match = recall.keyword_may_match_rows(query_words, documents)
+    may_hold = may_hold_key_secrets_rows(documents, sensitive_fields_for(experiment))
+    dropped = {key for (key, _), match, hold in zip(older, may_match, may_hold, strict=True) if not (match or hold)}
+    return _episodes(experiment, [row for row in rows if row[0] not in dropped], runs)
+
+
+def _scored_in_sql(reading: _Reading, *, lo: int | None, hi: int, words_before: int | None = None) -> list[recall.Scored]:
+    """The best k + BELOW_CUT, by the reference formula computed in SQL, of the episodes `reading.where` selects
+    with lo ≤ turn clock ≤ hi (no lower end when lo is None) and of the older ones (clock < words_before) that
+    share a word with the query."""
+    weights, runs, query_words = reading.weights, reading.runs, reading.query_words
     total = weights.relevance + weights.recency + weights.importance
-    query_words = sorted(recall.words(query))
     kinds = list(recall.IMPORTANCE)
-    recent = ""
-    if min_clock is not None:
-        recent = " AND (coalesce(o.off, 0) + e.turn >= %(min_clock)s" + (" OR e.words && %(q)s::text[])" if or_words and query_words else ")")
+    columns = "e.key, e.agent_id, e.kind, e.run_id, e.turn, e.text, e.words"
+    # Each run's turns in [lo, hi] through the (run, turn) index; runs that end before lo are not even probed.
+    lower = "" if lo is None else " AND e.turn >= %(lo)s - r.off"
+    parts = [
+        f"""SELECT {columns}, r.off + e.turn AS clock
+            FROM unnest(%(reach)s::bigint[], %(reach_offs)s::int[]) r(run_pk, off) CROSS JOIN LATERAL (
+                SELECT * FROM memory_episode e WHERE e.run_id = r.run_pk AND e.turn <= %(hi)s - r.off{lower}) e
+            WHERE e.experiment_id = %(exp)s AND {reading.where}""",
+        f"""SELECT {columns}, e.turn AS clock FROM memory_episode e
+            WHERE e.experiment_id = %(exp)s AND e.run_id IS NULL AND e.turn <= %(hi)s{"" if lo is None else " AND e.turn >= %(lo)s"}
+              AND {reading.where}""",
+    ]  # fmt: skip
+    if words_before is not None and query_words and reading.semantic is None:
+        parts.append(f"""SELECT {columns}, coalesce(o.off, 0) + e.turn AS clock
+            FROM memory_episode e LEFT JOIN unnest(%(runs)s::bigint[], %(offs)s::int[]) o(run_pk, off) ON o.run_pk = e.run_id
+            WHERE e.experiment_id = %(exp)s AND e.words && %(q)s::text[] AND coalesce(o.off, 0) + e.turn < %(before)s
+              AND {reading.where}""")  # fmt: skip
     # Jaccard of the stored word set and the query's words, exactly as recall.keyword_relevance computes it.
     # |query ∩ words| as a sum of one-element containments (no subquery per row); the query's words are bound
     # one by one as q0, q1, …
-    shared = " + ".join(f"(e.words @> ARRAY[%(q{i})s]::text[])::int" for i in range(len(query_words))) or "0"
-    keyword = (f"CASE WHEN e.words && %(q)s::text[] THEN ({shared})::float8 / (cardinality(e.words) + %(nq)s - ({shared})) "
+    shared = " + ".join(f"(s.words @> ARRAY[%(q{i})s]::text[])::int" for i in range(len(query_words))) or "0"
+    keyword = (f"CASE WHEN s.words && %(q)s::text[] THEN ({shared})::float8 / (cardinality(s.words) + %(nq)s - ({shared})) "
                "ELSE 0 END")  # fmt: skip
+    semantic = reading.semantic
     relevance = f"coalesce(greatest(0, 1 - (c.embedding <=> %(vec)s::vector))::float8, {keyword})" if semantic else keyword
-    chunk = ("LEFT JOIN memory_memorychunk c ON c.experiment_id = e.experiment_id AND c.ref_key = e.key "
+    chunk = ("LEFT JOIN memory_memorychunk c ON c.experiment_id = %(exp)s AND c.ref_key = s.key "
              "AND c.model_name = %(model)s AND c.embedding IS NOT NULL") if semantic else ""  # fmt: skip
+    union = "\n            UNION ALL\n            ".join(parts)
     sql = f"""
-        WITH o(run_pk, off) AS (SELECT * FROM unnest(%(runs)s::bigint[], %(offs)s::int[])),
-        s AS (
-            SELECT e.key, e.agent_id, e.kind, e.run_id, e.turn, e.text, coalesce(o.off, 0) + e.turn AS clock,
-                   {relevance if query_words or semantic else "0::float8"} AS rel
-            FROM memory_episode e LEFT JOIN o ON o.run_pk = e.run_id {chunk}
-            WHERE e.experiment_id = %(exp)s AND {where}{recent}
+        WITH s AS (
+            {union}
         ),
         t AS (
+            SELECT s.key, s.agent_id, s.kind, s.run_id, s.turn, s.text, s.clock,
+                   {relevance if query_words or semantic else "0::float8"} AS rel
+            FROM s {chunk} WHERE s.clock <= %(now)s
+        ),
+        u AS (
             SELECT *, CASE WHEN d > 700 THEN 0::float8 ELSE exp(-d) END AS rec,
                    coalesce((%(imps)s::float8[])[array_position(%(kinds)s::text[], kind)], (%(default)s)::float8) AS imp
-            FROM (SELECT *, (%(lam)s)::float8 * greatest(0, %(now)s - clock) AS d FROM s WHERE clock <= %(now)s) decayed
+            FROM (SELECT *, (%(lam)s)::float8 * greatest(0, %(now)s - clock) AS d FROM t) decayed
         )
         -- exp() underflows to an error in Postgres where Python's gives 0: beyond e^-700 recency is 0.
+        -- Keys compare by code point, as Python's do (the tie-break of recall.cut).
         SELECT key, agent_id, kind, run_id, turn, text, clock, rel, rec, imp,
                ((%(wrel)s)::float8 * least(1, greatest(0, rel)) + (%(wrec)s)::float8 * rec + (%(wimp)s)::float8 * imp)
                    / (%(total)s)::float8 AS sal
-        FROM t ORDER BY sal DESC, clock DESC, key DESC LIMIT %(limit)s"""
-    named = {
-        "runs": list(runs), "offs": [offset for _, offset in runs.values()], "exp": experiment.pk, "q": query_words,
-        "nq": len(query_words), "lam": weights.decay_lambda, "now": now, "imps": [recall.IMPORTANCE[kind] for kind in kinds],
-        "kinds": kinds, "default": recall.DEFAULT_IMPORTANCE, "wrel": weights.relevance, "wrec": weights.recency,
-        "wimp": weights.importance, "total": total, "limit": k + recall.BELOW_CUT,
-        "vec": semantic or "", "model": embeddings.current_model_name() if semantic else "", "min_clock": min_clock,
+        FROM u ORDER BY sal DESC, clock DESC, key COLLATE "C" DESC LIMIT %(limit)s"""
+    reach = [pk for pk in runs if lo is None or reading.last[pk] >= lo]
+    named: dict[str, Any] = {
+        "runs": list(runs), "offs": [offset for _, offset in runs.values()], "exp": reading.experiment.pk,
+        "reach": reach, "reach_offs": [runs[pk][1] for pk in reach], "lo": lo, "hi": hi, "before": words_before,
+        "q": query_words, "nq": len(query_words), "lam": weights.decay_lambda, "now": reading.now,
+        "imps": [recall.IMPORTANCE[kind] for kind in kinds], "kinds": kinds, "default": recall.DEFAULT_IMPORTANCE,
+        "wrel": weights.relevance, "wrec": weights.recency, "wimp": weights.importance, "total": total, "limit": reading.limit,
+        "vec": semantic or "", "model": embeddings.current_model_name() if semantic else "",
     }  # fmt: skip
-    named.update(params)
+    named.update(reading.params)
     named.update({f"q{i}": word for i, word in enumerate(query_words)})
     with connection.cursor() as cursor:
         cursor.execute(sql, named)
@@ -285,17 +368,30 @@ def semantic_query_vector(experiment: Experiment, query: str) -> str | None:
 
 def recall_agents(experiment: Experiment) -> list[str]:
     """Agents that produced episodes in this experiment (whose recall one can look at)."""
-    names = Episode.objects.filter(experiment=experiment, is_public=False).exclude(agent_id="").order_by()
-    return sorted(names.values_list("agent_id", flat=True).distinct())
+    with connection.cursor() as cursor:
+        # A skip scan of the private episodes' (experiment, agent) index: one probe per agent, where DISTINCT would
+        # read every episode (a few, against tens of thousands).
+        cursor.execute(
+            """WITH RECURSIVE a(agent_id) AS (
+                   SELECT min(agent_id) FROM memory_episode WHERE experiment_id = %(exp)s AND NOT is_public AND agent_id > ''
+                   UNION ALL
+                   SELECT (SELECT min(e.agent_id) FROM memory_episode e
+                           WHERE e.experiment_id = %(exp)s AND NOT e.is_public AND e.agent_id > a.agent_id)
+                   FROM a WHERE a.agent_id IS NOT NULL)
+               SELECT agent_id FROM a WHERE agent_id IS NOT NULL""",
+            {"exp": experiment.pk},
+        )
+        return sorted(agent for (agent,) in cursor.fetchall())
 
 
 def recall_data(experiment: Experiment, block: recall.RecallBlock) -> dict[str, Any]:
     """The recall block as the API and the page show it, every text through the redaction façade."""
+    redactor = redactor_for(experiment)  # one look-up of the masks for the block's ~15 texts
 
     def item(scored: recall.Scored) -> dict[str, Any]:
         episode = scored.episode
         return {
-            "content": redact_text_for(experiment, scored.content), "source": episode.source, "kind": episode.kind,
+            "content": redactor.text(scored.content), "source": episode.source, "kind": episode.kind,
             "turn": episode.clock, "run_id": episode.run_id, "agent_id": episode.agent_id,
             "scores": {"relevance": scored.relevance, "recency": scored.recency, "importance": scored.importance,
                        "salience": scored.salience},
@@ -304,5 +400,5 @@ def recall_data(experiment: Experiment, block: recall.RecallBlock) -> dict[str, 
     return {
         "agent_id": block.agent_id, "turn": block.turn, "query": block.query, "top_k": len(block.items),
         "items": [item(s) for s in block.items], "below_cut": [item(s) for s in block.below],
-        "block": redact_text_for(experiment, block.block),
+        "block": redactor.text(block.block),
     }  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
@@ -189,7 +190,9 @@ class Episode(models.Model):
     """One recallable episode of an experiment's agents, projected from the ledger (or a finished reflection)."""
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="episodes")
-    run = models.ForeignKey("experiments.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # No index of its own: (run, turn) below serves every look-up by run, and alone it tempted the planner into
+    # reading a whole run where recall wants its last turns.
+    run = models.ForeignKey("experiments.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_index=False)
     key = models.CharField(max_length=100, help_text="ev:<run pk>:<seq> for ledger events, refl:<id> for reflections")
     agent_id = models.CharField(max_length=200, blank=True, help_text="the producer; empty for run-level events")
     kind = models.CharField(max_length=64)
@@ -208,6 +211,11 @@ class Episode(models.Model):
             models.Index(fields=["experiment", "agent_id", "kind"]),
             models.Index(fields=["experiment", "is_public"]),
             models.Index(fields=["run", "turn"]),
+            # Recall reads only what can still rank: the latest turns of each run through (run, turn), older
+            # episodes sharing a query word through the word sets; the agent list is a skip scan over the
+            # producers of private episodes.
+            GinIndex(fields=["words"], name="episode_words_gin"),
+            models.Index(fields=["experiment", "agent_id"], condition=models.Q(is_public=False), name="episode_private_agent"),
         ]
 
     def __str__(self) -> str:

@@ -20,14 +20,17 @@ are laid end to end on one turn clock (run order, then turn), so an earlier run 
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from state.redaction import REDACTED
 from state.sharing import SharingPolicy, view_for
 
 # Importance by AWP event kind. The reference scores its own kinds; ours map onto them by role:
@@ -161,6 +164,88 @@ def keyword_relevance(query_words: frozenset[str], text: str) -> float:
     if not text_words:
         return 0.0
     return len(query_words & text_words) / len(query_words | text_words)
+
+
+# -- pruning what another agent sees in part -------------------------------------------------------------------
+#
+# An output seen in part is scored in Python: its `fields` are redacted, filtered by the sharing rules and rendered
+# before keyword relevance can be taken, and that costs ~70 µs an episode. `keyword_may_match` rejects most of them
+# on the stored JSON alone (a few µs). Its False proves keyword relevance 0 for every reader, because every word of
+# the content is a substring of the stored JSON (Python-lower-cased, final sigma folded) or of the mask:
+# - the content is `render_fields` of `view_for`/`drop_fields` of `redact(fields)`: filtering only drops keys;
+#   rendering copies a string as it is, a key as it is, anything else as `json.dumps(…, ensure_ascii=False)`, and
+#   joins them with "; " and ": " (no word character), truncating with "…" (a prefix of a word is a substring);
+# - redaction keeps a string's text between masked spans and writes REDACTED ("[redacted]", bracketed, so no
+#   word runs across it) in their place, or in place of a whole value; the one exception re-serialises a string
+#   holding a JSON document (`_redact_json_text`), so a row with such a string is always kept (_JSON_IN_STRING);
+# - Postgres prints jsonb strings with the escapes `json.dumps` uses (\b \f \n \r \t \" \\ and \u00xx
+#   below 0x20), and the word characters of a string escaped or not are the same runs (only non-word characters
+#   are escaped); keys are strings;
+# - a number is rendered as Python spells the float json.loads makes of Postgres's digits: the same digits (less
+#   trailing zeros) unless it is below 1e-4 (Python writes 1e-05) or has 16 digits or more (Python may round), so
+#   a row holding such a number is kept when a query word could be part of a number (only digits and "e");
+# - str.lower maps each character on its own except Σ, which becomes ς at a word's end and σ elsewhere (so the
+#   context, which differs between the JSON and the content, is folded away: ς → σ on both sides).
+# tests/memory/test_recall_pure.py tries to break each step (hypothesis); test_recall_api.py holds recall_for,
+# which prunes with it, equal to the reference over every episode.
+_MASK = REDACTED.lower()
+_JSON_IN_STRING = re.compile(r'"(?:\s|\\[bfnrt]|\\u[0-9a-f]{4})*[\[{]')
+_SPELLED_OTHERWISE = re.compile(r"0\.0000|[0-9][0-9.]{15}")
+_NUMBER_PART = re.compile(r"[0-9e]+")
+
+
+def word_needles(query_words: frozenset[str]) -> list[str] | None:
+    """The query's words as `keyword_may_match` looks for them (Σ folded); None when a mask may hold one."""
+    needles = sorted(word.replace("ς", "σ") for word in query_words)
+    return None if any(needle in _MASK for needle in needles) else needles
+
+
+def keyword_may_match(query_words: frozenset[str], stored_fields: str) -> bool:
+    """Whether what any reader sees of an output, whose `fields` Postgres prints as `stored_fields`, may share a word
+    with the query (False: keyword relevance 0 for every reader, redaction and sharing rules whatever they are)."""
+    if not query_words:
+        return False
+    needles = word_needles(query_words)
+    if needles is None or _JSON_IN_STRING.search(stored_fields):
+        return True
+    if any(_NUMBER_PART.fullmatch(needle) for needle in needles) and _SPELLED_OTHERWISE.search(stored_fields):
+        return True
+    haystack = stored_fields.lower().replace("ς", "σ")
+    return any(needle in haystack for needle in needles)
+
+
+def keyword_may_match_rows(query_words: frozenset[str], stored: Sequence[str]) -> list[bool]:
+    """`keyword_may_match` of each of many rows, each test run once over all of them (a C-speed scan of their text
+    joined by NUL, which no stored JSON holds and no test matches across) instead of once a row."""
+    if not query_words or not stored:
+        return [False] * len(stored)
+    needles = word_needles(query_words)
+    if needles is None:
+        return [True] * len(stored)
+    # Lower-cased row by row: a character's lower case may be longer (İ), so the rows' starts are taken after.
+    lowered = [row.lower() for row in stored]
+    hit = _rows_found("\0".join(lowered).replace("ς", "σ"), _starts(lowered), needles)
+    joined, starts = "\0".join(stored), _starts(stored)
+    hit |= {bisect.bisect_right(starts, found.start()) - 1 for found in _JSON_IN_STRING.finditer(joined)}
+    if any(_NUMBER_PART.fullmatch(needle) for needle in needles):
+        hit |= {bisect.bisect_right(starts, found.start()) - 1 for found in _SPELLED_OTHERWISE.finditer(joined)}
+    return [row in hit for row in range(len(stored))]
+
+
+def _starts(rows: Sequence[str]) -> list[int]:
+    return list(itertools.accumulate((len(row) + 1 for row in rows[:-1]), initial=0))
+
+
+def _rows_found(haystack: str, starts: list[int], needles: Iterable[str]) -> set[int]:
+    """The rows (by their starts in `haystack`) holding any of `needles`; a row found is skipped for the next hit."""
+    hit: set[int] = set()
+    for needle in needles:
+        at = haystack.find(needle)
+        while at != -1:
+            row = bisect.bisect_right(starts, at) - 1
+            hit.add(row)
+            at = haystack.find(needle, starts[row + 1]) if row + 1 < len(starts) else -1
+    return hit
 
 
 @dataclass(frozen=True)

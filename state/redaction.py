@@ -14,10 +14,12 @@ Three masks, applied together by `redact` (JSON) and `redact_text` (free text):
 
 from __future__ import annotations
 
+import bisect
 import html
+import itertools
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -491,6 +493,46 @@ def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
     """A one-pass test of a serialized document: False means `secrets_in` would find nothing in it."""
     hint = _key_hint(sensitive)
     return bool((hint is not None and hint.search(serialized)) or _PATTERN_HINT.search(serialized))
+
+
+@lru_cache(maxsize=64)
+def key_secret_spellings(sensitive: frozenset[str]) -> tuple[str, ...] | None:
+    """What `may_hold_key_secrets` looks for in a lower-cased document (None: every document may hold a secret)."""
+    parts = []
+    for name in sorted(sensitive):
+        longest = max((part for part in name.split("_") if part), key=len, default="")
+        if not longest or any(char in '"\\' or char < " " for char in longest):
+            return None  # a name no spelling test can stand for
+        parts.append(longest.replace("ς", "σ"))
+    return tuple(parts)
+
+
+def may_hold_key_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
+    """A cheap test of a serialized JSON document: False means `secrets_in(…, parse_text=False)` finds nothing in it.
+
+    A key (or delta path word) `is_sensitive` holds a sensitive name once normalised, so the name's longest part
+    stands lower-cased and unbroken in the key's text: looking for it in the lower-cased document (Σ folded, whose
+    lower case depends on what follows it) is an order of magnitude cheaper than `may_hold_secrets`.
+    """
+    return may_hold_key_secrets_rows([serialized], sensitive)[0]
+
+
+def may_hold_key_secrets_rows(serialized: Sequence[str], sensitive: frozenset[str]) -> list[bool]:
+    """`may_hold_key_secrets` of each of many documents: one scan of them all (joined by NUL) per spelling."""
+    parts = key_secret_spellings(sensitive) if sensitive else ()
+    if parts is None or not serialized:
+        return [parts is None] * len(serialized)
+    lowered = [document.lower() for document in serialized]
+    starts = list(itertools.accumulate((len(document) + 1 for document in lowered[:-1]), initial=0))
+    haystack = "\0".join(lowered).replace("ς", "σ")
+    hit: set[int] = set()
+    for part in parts:
+        at = haystack.find(part)
+        while at != -1:
+            row = bisect.bisect_right(starts, at) - 1
+            hit.add(row)
+            at = haystack.find(part, starts[row + 1]) if row + 1 < len(starts) else -1
+    return [row in hit for row in range(len(serialized))]
 
 
 # -- known secrets -------------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from experiments.ingest import EventIn, append_events
 from experiments.models import Experiment
@@ -180,3 +182,103 @@ def test_a_long_history_prunes_old_partial_episodes_without_changing_the_block()
                            weights=pure.SalienceWeights(top_k=2), query=query)  # fmt: skip
         assert [(s.episode.key, s.salience) for s in fast.items + fast.below] == \
                [(s.episode.key, s.salience) for s in slow.items + slow.below], query  # fmt: skip
+
+
+_SHARING = {
+    "selective": "strategy: selective\n    rules:\n      - {from: researcher, to: [writer], fields: [findings]}\n"
+                 "    never_share: [internal_reasoning]",
+    "full+never_share": "strategy: full\n    never_share: [internal_reasoning]",
+    "isolated": "strategy: isolated\n    share_input: {writer: [researcher.findings, other]}\n    never_share: [reasoning]",
+}  # fmt: skip
+_VOCAB = ["bananas", "ripe", "report", "fact", "7", "07", "1e", "σας", "ΣΑΣ", "café", "yellow", "e"]
+
+
+def _build_history(experiment: Experiment, seed: int, runs: int, turns: int) -> None:
+    """Runs of `turns` iterations: the researcher's results (partly shared), the writer's, another agent's and the
+    manager's decisions, with texts drawn from a small vocabulary, numbers Python spells otherwise, a JSON
+    document in a string and a secret under a sensitive key now and then."""
+    import random
+
+    rng = random.Random(seed)
+
+    def text(n: int) -> str:
+        return " ".join(rng.choice(_VOCAB) for _ in range(rng.randint(1, n)))
+
+    for r in range(runs):
+        events = [EventIn("run.start", "key:start", {"task": text(3)})]
+        for i in range(1, turns + 1):
+            if rng.random() < 0.8:
+                payload: dict[str, Any] = {"summary": text(4), "findings": [text(3)], "internal_reasoning": text(2)}
+                extra = rng.choice([None, None, {"confidence": 1e-07}, {"notes": ' {"password": "hunter22-SECRET"} '},
+                                    {"password": "hunter22-SECRET"}, {"score": 0.30000000000000004}])  # fmt: skip
+                events.append(EventIn("worker.complete", f"key:r{i}", {**payload, **(extra or {})}, agent_id="researcher",
+                                      iteration=i))  # fmt: skip
+            if rng.random() < 0.5:
+                events.append(EventIn("worker.complete", f"key:w{i}", {"summary": text(4)}, agent_id="writer", iteration=i))
+            if rng.random() < 0.3:
+                events.append(EventIn("worker.complete", f"key:o{i}", {"summary": text(3), "reasoning": text(2)},
+                                      agent_id="other", iteration=i))  # fmt: skip
+            if rng.random() < 0.4:
+                events.append(EventIn("iteration.decision", f"key:d{i}", {"decision": "delegate", "reasoning": text(3)},
+                                      iteration=i))  # fmt: skip
+        if r < runs - 1 or rng.random() < 0.5:
+            events.append(EventIn("run.complete", "key:end", {"status": "complete", "total_iterations": turns}))
+        append_events(make_run(experiment), events)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sharing=st.sampled_from(sorted(_SHARING)), seed=st.integers(0, 10**6), runs=st.integers(1, 2),
+       turns=st.integers(20, 60), top_k=st.integers(1, 3), decay=st.sampled_from([0.1, 0.3, 0.05]),
+       w_relevance=st.sampled_from([0.3, 1.0, 3.0]))  # fmt: skip
+def test_pruned_recall_equals_the_unpruned_reference(sharing, seed, runs, turns, top_k, decay, w_relevance) -> None:
+    """recall_for reads only the episodes that can still reach the top k + BELOW_CUT (recent turns per run,
+    older ones sharing a query word); the reference scores every episode. Both must give the same block."""
+    from memory import recall as pure
+    from memory.episodes import load_episodes, recall_for
+    from state.config import state_settings
+
+    text = (f"state:\n  sharing:\n    {_SHARING[sharing]}\n"
+            f"memory:\n  salience: {{top_k: {top_k}, decay_lambda: {decay}, w_relevance: {w_relevance}}}\n")  # fmt: skip
+    experiment = make_experiment(protocol_yaml=text, protocol=parse_protocol(text))
+    _build_history(experiment, seed, runs, turns)
+    policy = state_settings(experiment.protocol).sharing
+    weights = pure.SalienceWeights.from_config(experiment.memory_config)
+    latest = recall_for(experiment=experiment, agent_id="writer").turn
+    for reader in ("writer", "researcher", "stranger"):
+        for query in ("", "bananas", "ripe report 7", "σας café", "1e 07", "redacted"):
+            for turn in (None, latest // 2):
+                fast = recall_for(experiment=experiment, agent_id=reader, query=query, turn=turn)
+                slow = pure.recall(load_episodes(experiment, reader), reader=reader, policy=policy, weights=weights,
+                                   query=query, turn=turn)  # fmt: skip
+                case = (reader, query, turn)
+                assert [(s.episode.key, s.content, s.salience, s.relevance, s.recency) for s in fast.items] == \
+                       [(s.episode.key, s.content, s.salience, s.relevance, s.recency) for s in slow.items], case  # fmt: skip
+                assert [(s.episode.key, s.content) for s in fast.below] == [(s.episode.key, s.content) for s in slow.below], case
+
+
+def test_recall_reads_only_what_can_still_make_the_cut(monkeypatch) -> None:
+    """A long history: the block equals the reference's while the partly shared episodes redacted and scored in
+    Python are a few of them (the recent turns and those that may share a query word), not all."""
+    from memory import episodes
+    from memory import recall as pure
+    from state.config import state_settings
+
+    text = f"state:\n  sharing:\n    {_SHARING['selective']}\nmemory:\n  salience: {{top_k: 2}}\n"
+    experiment = make_experiment(protocol_yaml=text, protocol=parse_protocol(text))
+    append_events(make_run(experiment), [
+        EventIn("worker.complete", f"key:{agent}{i}", {"summary": f"{agent} bananas {i}", "findings": [f"fact{i % 7} ripe"]},
+                agent_id=agent, iteration=i)
+        for i in range(1, 201) for agent in ("researcher", "writer")
+    ])  # fmt: skip
+    redacted: list[int] = []
+    real = episodes._episodes
+    monkeypatch.setattr(episodes, "_episodes", lambda experiment, rows, runs: redacted.append(len(rows)) or real(experiment, rows, runs))
+    policy = state_settings(experiment.protocol).sharing
+    for query, at_most in (("", 10), ("fact3", 40), ("apples", 10)):
+        redacted.clear()
+        fast = episodes.recall_for(experiment=experiment, agent_id="writer", query=query)
+        assert sum(redacted) <= at_most, (query, redacted)
+        slow = pure.recall(real(experiment, episodes._episode_rows(experiment, "writer"), episodes.turn_clock(experiment)[0]),
+                           reader="writer", policy=policy, weights=pure.SalienceWeights(top_k=2), query=query)  # fmt: skip
+        assert [(s.episode.key, s.content, s.salience) for s in fast.items + fast.below] == \
+               [(s.episode.key, s.content, s.salience) for s in slow.items + slow.below], query  # fmt: skip

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
+from decimal import Decimal
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from memory import recall
+from state.redaction import KnownSecrets, redact, sensitive_set
 from state.sharing import SharingPolicy
 
 unit = st.floats(min_value=0, max_value=1, allow_nan=False)
@@ -219,3 +222,104 @@ def test_episodes_older_than_the_bound_cannot_reach_the_threshold(weights, now, 
     clock = oldest - older
     best = recall.salience(1.0 if has_query else 0.0, recall.recency(now - clock, weights.decay_lambda), imp, weights)
     assert best < threshold
+
+
+# -- pruning what another agent sees in part ---------------------------------------------------------------------
+
+# Pieces that stress each step between the stored JSON and what a reader sees: escapes, Σ (whose lower case
+# depends on what follows), characters whose lower case is longer or ASCII (İ, K), numbers Python spells otherwise,
+# strings holding JSON documents (redaction re-serialises them), secrets masked by key, form and value.
+_PIECES = st.sampled_from([
+    "alpha", "beta", "gamma7", "ΣΑΣ", "σας", "İz", "K", "café", "x_y", "07", "1e", "e", "0", " ", "\n", "\t", "\x1f",
+    '"', "\\", "[", "]", "{", "}", "…", ";", ":", ", ", "Bearer abcdefgh123", "postgres://u:pw1234567@h/db",
+    "AKIAABCDEFGHIJKLMNOP", "hunter22-SECRET", "ΣΑΣhunter22-SECRET", '[1.5e+300, "alpha"]',
+])  # fmt: skip
+# Whole strings holding a JSON document, which redaction parses and writes back when it masks something inside.
+_DOCUMENTS = st.sampled_from([' {"password": "hunter22-SECRET", "n": 1E5, "w": "caf\\u00e9"} ', '["hunter22-SECRET", 2.50]'])
+_strings = st.one_of(st.lists(_PIECES, max_size=6).map("".join), st.text(max_size=8), _DOCUMENTS)
+_KEYS = ["summary", "findings", "notes", "output", "password", "apiKey", "API-KEY", "internal_reasoning", "path", "value",
+         "_private", "Σκέψη"]  # fmt: skip
+_keys = st.one_of(st.sampled_from(_KEYS), st.text(max_size=4))
+_leaves = st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20), _strings,
+                    st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([1e-07, 1.5e300, 0.1 + 0.2, 1e16, -0.0]))  # fmt: skip
+_values = st.recursive(_leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+                       max_leaves=8)  # fmt: skip
+
+
+def _postgres_text(value: object) -> str:
+    """jsonb as Postgres prints it: keys by length then bytes, ", " and ": ", numbers in plain notation."""
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda item: (len(item[0].encode()), item[0].encode()))
+        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_postgres_text(v)}" for k, v in items) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_postgres_text(item) for item in value) + "]"
+    if isinstance(value, float):
+        return format(Decimal(repr(value)), "f")  # what numeric keeps of the digits Python wrote
+    return json.dumps(value, ensure_ascii=False)
+
+
+@st.composite
+def _seen_in_part(draw):  # type: ignore[no-untyped-def]
+    fields = draw(st.dictionaries(_keys, _values, min_size=1, max_size=5))
+    stored = _postgres_text(fields)
+    names = st.frozensets(st.sampled_from(_KEYS), max_size=3)
+    strategy = draw(st.sampled_from(["full", "selective", "isolated"]))
+    shared = draw(names)
+    policy = SharingPolicy(
+        strategy=strategy, rules=(("producer", frozenset({"reader"}), shared),) if draw(st.booleans()) else (),
+        never_share=draw(names), share_output={"producer": draw(names)},
+        share_input={"reader": tuple(f"producer.{name}" for name in shared)}, unshareable={"producer": draw(names)},
+    )  # fmt: skip
+    kind = draw(st.sampled_from(sorted(recall.EPISODE_KINDS)))
+    assume(kind in recall.OUTPUT_KINDS or policy.never_share)  # else the reader sees the stored text, not the fields
+    sensitive = sensitive_set(draw(st.sampled_from([[], ["password", "api_key"], ["secret", "token"]])))
+    known = KnownSecrets.of(draw(st.lists(st.sampled_from(["hunter22-SECRET", "pw1234567"]) | _strings, max_size=2)))
+    # The reader's fields as load_episodes gives them: Postgres's text decoded, then redacted.
+    episode = recall.Episode(key="k", agent_id="producer", kind=kind, run_id="r", turn=1, clock=1, text="",
+                             fields=redact(json.loads(stored), sensitive, known))  # fmt: skip
+    content = recall.visible_content(episode, "reader", policy)
+    assume(content)
+    # Query words the reader finds (the case that must never be pruned), first those the stored text does not
+    # spell the same way (a mask, a number, a re-serialised document, a final sigma), then any other.
+    found = recall.words(content)
+    unlike = sorted(word for word in found if word not in stored.lower() or "ς" in word)
+    pool = sorted(found | {"alpha", "07", "e", "σας"})
+    query = frozenset({draw(st.sampled_from(unlike or pool)), *draw(st.lists(st.sampled_from(pool), max_size=2))})
+    return query, stored, content
+
+
+@settings(max_examples=400)
+@given(_seen_in_part())
+def test_keyword_may_match_keeps_every_output_a_reader_finds_a_query_word_in(case) -> None:
+    query, stored, content = case
+    if recall.keyword_relevance(query, content) > 0:
+        assert recall.keyword_may_match(query, stored), (query, stored, content)
+
+
+@given(st.lists(st.one_of(_values.map(_postgres_text), _strings, st.sampled_from(["", "İİİ ΣΑΣ alpha", "İİİİİİx", "x\0y"])), max_size=6),
+       st.frozensets(st.sampled_from(["alpha", "beta", "07", "e", "σας", "i̇", "x", "redacted", "null"]), max_size=3))  # fmt: skip
+def test_keyword_may_match_rows_is_keyword_may_match_of_each_row(rows, query) -> None:
+    assert recall.keyword_may_match_rows(query, rows) == [recall.keyword_may_match(query, row) for row in rows]
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_numbers_python_spells_otherwise_are_recognised(number) -> None:
+    stored = _postgres_text(number)
+    spelled = json.dumps(json.loads(stored))
+    if not recall._SPELLED_OTHERWISE.search(stored):
+        assert all(part in stored for part in recall.words(spelled)), (stored, spelled)
+
+
+def test_keyword_may_match_rejects_outputs_sharing_no_word() -> None:
+    stored = '{"notes": "Bananas are yellow", "findings": ["ripe in 3 days"], "confidence": 0.8}'
+    assert not recall.keyword_may_match(frozenset({"apples"}), stored)
+    assert not recall.keyword_may_match(frozenset({"7"}), stored)
+    assert recall.keyword_may_match(frozenset({"bananas"}), stored)
+    assert recall.keyword_may_match(frozenset({"3"}), stored)
+    assert recall.keyword_may_match(frozenset({"findings"}), stored)  # a key is rendered too
+    assert recall.keyword_may_match(frozenset({"act"}), stored)  # part of the mask: any masked text may hold it
+    assert recall.keyword_may_match(frozenset({"07"}), '{"n": 0.0000001}')  # Python writes 1e-07
+    assert recall.keyword_may_match(frozenset({"x"}), '{"notes": " {\\"a\\": 1}"}')  # redaction may re-serialise it
+    assert recall.keyword_may_match(recall.words("ΣΑΣ"), '{"a": "σας"}')  # final sigma, written or lower-cased
+    assert recall.keyword_may_match(recall.words("σας"), '{"a": "ΣΑΣhunter22"}')  # … and once a mask follows it
+    assert not recall.keyword_may_match(frozenset(), stored)

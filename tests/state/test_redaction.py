@@ -7,7 +7,16 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from state.redaction import REDACTED, is_sensitive, redact, redact_at, sensitive_set
+from state.redaction import (
+    REDACTED,
+    is_sensitive,
+    may_hold_key_secrets,
+    may_hold_key_secrets_rows,
+    redact,
+    redact_at,
+    secrets_in,
+    sensitive_set,
+)
 
 SENSITIVE = sensitive_set(["api_key", "password", "secret", "token", "authorization", "credentials", "internal_notes"])
 _plain_keys = st.sampled_from(["summary", "findings", "max_tokens", "score", "nested", "items", "tokenizer_name"])
@@ -34,6 +43,33 @@ def _documents():
 def test_no_sensitive_value_survives_redaction(document):
     out = json.dumps(redact(document, SENSITIVE))
     assert "SECRET-" not in out
+
+
+_deltas = st.builds(lambda path, value: {"path": path, "value": value},
+                    st.sampled_from(["$.vault.api_key", "$.config.dbPassword", "$.summary", "$.Σ.token"]),
+                    st.builds(lambda n: f"SECRET-{n}-VALUE", st.integers(0, 10**9)))  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(st.one_of(_documents(), _deltas, st.lists(st.one_of(_documents(), _deltas), max_size=3)))
+def test_may_hold_key_secrets_is_false_only_when_no_key_holds_one(document):
+    found = secrets_in(document, SENSITIVE, parse_text=False)
+    serialized = json.dumps(document, ensure_ascii=False)
+    assert may_hold_key_secrets(serialized, SENSITIVE) or not found
+
+
+@given(st.lists(st.one_of(_documents().map(json.dumps), st.text(max_size=12),
+                         st.sampled_from(["İİİİİİİİİİİİtoken", "ΣΑΣ", '{"apiKey": 1}', ""])), max_size=6))  # fmt: skip
+def test_may_hold_key_secrets_rows_is_may_hold_key_secrets_of_each(documents):
+    expected = [may_hold_key_secrets(document, SENSITIVE) for document in documents]
+    assert may_hold_key_secrets_rows(documents, SENSITIVE) == expected
+
+
+def test_may_hold_key_secrets_reads_every_spelling_of_a_name():
+    for key in ("apiKey", "OPENAI-API-KEY", "db password", "client.SECRET", "Authorization"):
+        assert may_hold_key_secrets(json.dumps({key: "x"}), SENSITIVE), key
+    assert not may_hold_key_secrets(json.dumps({"summary": "bananas", "score": 3}), SENSITIVE)
+    assert not may_hold_key_secrets('{"password": 1}', frozenset())
 
 
 def test_key_matching_is_by_words():
