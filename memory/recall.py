@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 import json
 import math
 import re
@@ -30,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from state.redaction import REDACTED
+from state.redaction import REDACTED, row_starts, rows_holding
 from state.sharing import SharingPolicy, view_for
 
 # Importance by AWP event kind. The reference scores its own kinds; ours map onto them by role:
@@ -224,28 +223,12 @@ def keyword_may_match_rows(query_words: frozenset[str], stored: Sequence[str]) -
         return [True] * len(stored)
     # Lower-cased row by row: a character's lower case may be longer (İ), so the rows' starts are taken after.
     lowered = [row.lower() for row in stored]
-    hit = _rows_found("\0".join(lowered).replace("ς", "σ"), _starts(lowered), needles)
-    joined, starts = "\0".join(stored), _starts(stored)
+    hit = rows_holding("\0".join(lowered).replace("ς", "σ"), row_starts(lowered), needles)
+    joined, starts = "\0".join(stored), row_starts(stored)
     hit |= {bisect.bisect_right(starts, found.start()) - 1 for found in _JSON_IN_STRING.finditer(joined)}
     if any(_NUMBER_PART.fullmatch(needle) for needle in needles):
         hit |= {bisect.bisect_right(starts, found.start()) - 1 for found in _SPELLED_OTHERWISE.finditer(joined)}
     return [row in hit for row in range(len(stored))]
-
-
-def _starts(rows: Sequence[str]) -> list[int]:
-    return list(itertools.accumulate((len(row) + 1 for row in rows[:-1]), initial=0))
-
-
-def _rows_found(haystack: str, starts: list[int], needles: Iterable[str]) -> set[int]:
-    """The rows (by their starts in `haystack`) holding any of `needles`; a row found is skipped for the next hit."""
-    hit: set[int] = set()
-    for needle in needles:
-        at = haystack.find(needle)
-        while at != -1:
-            row = bisect.bisect_right(starts, at) - 1
-            hit.add(row)
-            at = haystack.find(needle, starts[row + 1]) if row + 1 < len(starts) else -1
-    return hit
 
 
 @dataclass(frozen=True)

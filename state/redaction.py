@@ -523,16 +523,25 @@ def may_hold_key_secrets_rows(serialized: Sequence[str], sensitive: frozenset[st
     if parts is None or not serialized:
         return [parts is None] * len(serialized)
     lowered = [document.lower() for document in serialized]
-    starts = list(itertools.accumulate((len(document) + 1 for document in lowered[:-1]), initial=0))
-    haystack = "\0".join(lowered).replace("ς", "σ")
+    hit = rows_holding("\0".join(lowered).replace("ς", "σ"), row_starts(lowered), parts)
+    return [row in hit for row in range(len(serialized))]
+
+
+def row_starts(rows: Sequence[str]) -> list[int]:
+    """Where each row begins in the rows joined by one separator character."""
+    return list(itertools.accumulate((len(row) + 1 for row in rows[:-1]), initial=0))
+
+
+def rows_holding(haystack: str, starts: list[int], needles: Iterable[str]) -> set[int]:
+    """The rows (by their `starts` in `haystack`) holding any of `needles`; a row found is skipped for the next hit."""
     hit: set[int] = set()
-    for part in parts:
-        at = haystack.find(part)
+    for needle in needles:
+        at = haystack.find(needle)
         while at != -1:
             row = bisect.bisect_right(starts, at) - 1
             hit.add(row)
-            at = haystack.find(part, starts[row + 1]) if row + 1 < len(starts) else -1
-    return [row in hit for row in range(len(serialized))]
+            at = haystack.find(needle, starts[row + 1]) if row + 1 < len(starts) else -1
+    return hit
 
 
 # -- known secrets -------------------------------------------------------------------------------------------
