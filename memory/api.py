@@ -27,7 +27,7 @@ from memory import search as memory_search
 from memory.access import TARGET_TIER
 from memory.documents import truncate_for_injection
 from memory.episodes import recall_data, recall_for
-from memory.longterm import current_long_term, long_term_history
+from memory.longterm import current_long_term, long_term_for_run, long_term_history
 from memory.models import MemoryEntry
 from memory.recall import RecallConfigError
 from memory.services import Actor, MemoryDenied, check_access, write_memory
@@ -72,6 +72,7 @@ class ReadIn(Schema):
     target: Literal["long_term", "daily", "dates"] = "long_term"
     date: str | None = None
     inject: bool = False
+    run_id: str = Field(default="", max_length=200, description="the run reading: what it is given is recorded")
 
 
 class RecallIn(Schema):
@@ -79,10 +80,12 @@ class RecallIn(Schema):
     query: str = Field(default="", max_length=2000)
     turn: int | None = Field(default=None, ge=0)
     top_k: int | None = Field(default=None, ge=1, le=100)
+    run_id: str = Field(default="", max_length=200, description="the run asking: what it is given is recorded")
 
 
 class PriorIn(Schema):
     agent_id: str = ""
+    run_id: str = Field(default="", max_length=200, description="the run asking: what it is given is recorded")
 
 
 class BoardPostIn(Schema):
@@ -242,8 +245,11 @@ def read(request: HttpRequest, slug: str, body: ReadIn) -> HttpResponse:
         chosen = list(entries.filter(day=day))
         content = redact_text_for(experiment, "\n".join(_daily_block(entry) for entry in chosen))
         return envelope(200, {"content": content, "date": day.isoformat(), "exists": bool(chosen)})
+    if body.run_id:
+        _run(experiment, body.run_id)
     document = current_long_term(experiment)
-    content = redact_text_for(experiment, document.content) if document else ""
+    text = long_term_for_run(experiment, document, run_id=body.run_id, agent_id=actor.agent_id) if document else ""
+    content = redact_text_for(experiment, text)
     if body.inject:
         content = truncate_for_injection(content, _long_term_max_chars(experiment))
     return envelope(200, {"content": content, "exists": document is not None, "version": document.version if document else 0})
@@ -268,8 +274,11 @@ def recall_block(request: HttpRequest, slug: str, body: RecallIn) -> HttpRespons
     experiment = experiment_for(request, slug, scope="memory:read")
     actor = actor_for(request, body.agent_id)
     check_access(experiment=experiment, actor=actor, tier="episodic", action="read")
+    if body.run_id:
+        _run(experiment, body.run_id)
     try:
-        block = recall_for(experiment=experiment, agent_id=actor.agent_id, query=body.query, turn=body.turn, top_k=body.top_k)
+        block = recall_for(experiment=experiment, agent_id=actor.agent_id, query=body.query, turn=body.turn, top_k=body.top_k,
+                           run_id=body.run_id)  # fmt: skip
     except RecallConfigError as exc:
         return envelope(422, error=f"The protocol's memory settings cannot be used: {exc}", code="invalid_memory_config")
     return envelope(200, redact_for(experiment, recall_data(experiment, block)))
@@ -279,13 +288,17 @@ def recall_block(request: HttpRequest, slug: str, body: RecallIn) -> HttpRespons
 @tool(PriorIn)
 def prior(request: HttpRequest, slug: str, body: PriorIn) -> HttpResponse:
     experiment = experiment_for(request, slug, scope="memory:read")
-    check_access(experiment=experiment, actor=actor_for(request, body.agent_id), tier="long_term", action="read")
+    actor = actor_for(request, body.agent_id)
+    check_access(experiment=experiment, actor=actor, tier="long_term", action="read")
+    if body.run_id:
+        _run(experiment, body.run_id)
     try:
         # Provided by the curation part; imported lazily so this module loads without it.
         from memory.curation.prior import prior_run_block
     except ImportError:
         return envelope(503, error="The prior-run block is not available on this server yet.", code="prior_unavailable")
-    return envelope(200, {"block": redact_text_for(experiment, prior_run_block(experiment))})
+    block = prior_run_block(experiment, run_id=body.run_id, agent_id=actor.agent_id)
+    return envelope(200, {"block": redact_text_for(experiment, block)})
 
 
 @router.post("/experiments/{slug}/board/post", response=Envelope, openapi_extra=_doc(BoardPostIn))

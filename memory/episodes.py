@@ -190,7 +190,8 @@ class _Reading:
 
 
 def recall_for(
-    *, experiment: Experiment, agent_id: str, query: str = "", turn: int | None = None, top_k: int | None = None
+    *, experiment: Experiment, agent_id: str, query: str = "", turn: int | None = None, top_k: int | None = None,
+    run_id: str = "", channel: str = "recall",
 ) -> recall.RecallBlock:
     """The recall block `agent_id` would receive now (or at `turn` on the experiment's turn clock).
 
@@ -240,7 +241,25 @@ def recall_for(
     rest = recall.score_episodes(_seen_in_part(reading, agent_id, slow, slow_params, oldest=oldest), reader=agent_id,
                                  policy=policy, weights=weights, now=now, query=query)  # fmt: skip
     items, below = recall.cut([*scored, *rest], k=k)
-    return recall.RecallBlock(agent_id=agent_id, turn=now, query=query, weights=weights, items=items, below=below)
+    block = recall.RecallBlock(agent_id=agent_id, turn=now, query=query, weights=weights, items=items, below=below)
+    return _for_run(experiment, block, run_id=run_id, channel=channel) if run_id else block
+
+
+def _for_run(experiment: Experiment, block: recall.RecallBlock, *, run_id: str, channel: str) -> recall.RecallBlock:
+    """The block as run `run_id` receives it: episodes stating a fact its trial arm withholds are left out, and
+    the facts the block carries are recorded as the run's exposure."""
+    from memory import exposure
+    from memory.curation.models import Proposal
+    from memory.curation.render import one_line
+
+    run = exposure.run_named(experiment, run_id)
+    withheld = exposure.withheld_for_run(experiment, run)
+    if withheld:
+        texts = [one_line(p.promoted_text) for p in Proposal.objects.filter(pk__in=withheld)]
+        block.items = [s for s in block.items if not any(t in one_line(s.content) for t in texts)]
+        block.below = [s for s in block.below if not any(t in one_line(s.content) for t in texts)]
+    exposure.record_served(experiment=experiment, run=run, channel=channel, agent_id=block.agent_id, text=block.block)
+    return block
 
 
 def _rank(scored: recall.Scored) -> tuple[float, int, str]:

@@ -45,6 +45,21 @@ def write_long_term_version(
     return document
 
 
+def long_term_for_run(experiment: Experiment, document: MemoryDocument, *, run_id: str = "", agent_id: str = "", channel: str = "read") -> str:
+    """MEMORY.md as run `run_id` is given it: without the facts its trial arm withholds; recorded as its exposure."""
+    if not run_id:
+        return document.content
+    from memory import exposure
+    from memory.curation.render import remove_promoted
+
+    run = exposure.run_named(experiment, run_id)
+    content = document.content
+    for proposal_id in exposure.withheld_for_run(experiment, run):
+        content = remove_promoted(content, proposal_id)
+    exposure.record_served(experiment=experiment, run=run, channel=channel, agent_id=agent_id, text=content, memory_version=document.version)
+    return content
+
+
 def long_term_history(experiment: Experiment) -> list[MemoryDocument]:
     """Every version, newest first."""
     return list(experiment.memory_documents.select_related("author").order_by("-version"))

@@ -46,6 +46,10 @@ class Proposal(models.Model):
     origin = models.CharField(max_length=32, choices=Origin.choices, default=Origin.DASHBOARD)
     version = models.PositiveIntegerField(default=1, help_text="tool recipes: the version of this name")
     details = models.JSONField(default=dict, blank=True)
+    is_pinned = models.BooleanField(default=False, help_text="always in the prior-run block; automation never retires it")
+    valid_until = models.DateTimeField(null=True, blank=True, help_text="the fact expires (leaves MEMORY.md) after this")
+    retired_as = models.CharField(max_length=16, blank=True, help_text="retired | superseded | expired, once out of memory")
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes")
     first_seen_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -191,6 +195,8 @@ class WritebackAttempt(models.Model):
     next_retry_at = models.DateTimeField(null=True, blank=True)
     written_files = models.JSONField(default=list, blank=True)
     memory_content = models.TextField(blank=True, help_text="the MEMORY.md text written (to merge the next time)")
+    memory_version = models.PositiveIntegerField(null=True, blank=True, help_text="the MEMORY.md version written")
+    carried = models.JSONField(default=list, blank=True, help_text="ids of the promoted facts the written files carry")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -200,3 +206,118 @@ class WritebackAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"write-back {self.experiment.slug} {self.status}"
+
+
+class FactEvent(models.Model):
+    """One audited lifecycle step of a promoted item (pin, retire, supersede, trial...); never changed or deleted."""
+
+    class Action(models.TextChoices):
+        PROMOTE = "promote"
+        PIN = "pin"
+        UNPIN = "unpin"
+        RETIRE = "retire"
+        RESTORE = "restore"
+        SUPERSEDE = "supersede"
+        EXPIRE = "expire"
+        TRIAL_START = "trial_start"
+        TRIAL_DECIDE = "trial_decide"
+        IMPORT = "import"
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="lifecycle")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_label = models.CharField(max_length=200, blank=True)
+    reason = models.TextField(blank=True)
+    related = models.ForeignKey(Proposal, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    memory_version = models.PositiveIntegerField(null=True, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["proposal", "created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"#{self.proposal_id} {self.action} by {self.actor_label}"
+
+
+class Exposure(models.Model):
+    """One piece of promoted memory a run was given: inferred from a write-back, or served through the API."""
+
+    class Channel(models.TextChoices):
+        WRITEBACK = "writeback"  # the workspace MEMORY.md / facts files written before the run started
+        PRIOR = "prior"
+        RECALL = "recall"
+        READ = "read"
+        MCP = "mcp"
+
+    class Mode(models.TextChoices):
+        INFERRED = "inferred"
+        SERVED = "served"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="exposures")
+    proposal = models.ForeignKey(Proposal, null=True, blank=True, on_delete=models.CASCADE, related_name="exposures")
+    item = models.CharField(max_length=300, help_text="proposal:<id> or pool:<label>")
+    channel = models.CharField(max_length=16, choices=Channel.choices)
+    mode = models.CharField(max_length=16, choices=Mode.choices)
+    agent_id = models.CharField(max_length=200, blank=True)
+    memory_version = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "created_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "item", "channel", "agent_id"], name="exposure_unique"),
+        ]
+        indexes = [models.Index(fields=["proposal", "run"])]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} carried {self.item} ({self.channel}, {self.mode})"
+
+
+class FactTrial(models.Model):
+    """An A/B trial of a promotion: over the next `runs_planned` runs the fact is given to every other run."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        MEASURED = "measured"  # every planned run has an arm: waiting for the final decision
+        KEPT = "kept"
+        RETIRED = "retired"
+
+    class Assignment(models.TextChoices):
+        ALTERNATE = "alternate"
+        RANDOM = "random"
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="trials")
+    runs_planned = models.PositiveIntegerField()
+    assignment = models.CharField(max_length=16, choices=Assignment.choices, default=Assignment.ALTERNATE)
+    seed = models.BigIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    started_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"trial of #{self.proposal_id} ({self.status})"
+
+
+class TrialArm(models.Model):
+    """Which arm one run of a trial was in (the fact given or withheld), fixed the first time it is decided."""
+
+    trial = models.ForeignKey(FactTrial, on_delete=models.CASCADE, related_name="arms")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    index = models.PositiveIntegerField()
+    carried = models.BooleanField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["trial", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["trial", "index"], name="trial_arm_index_unique"),
+            models.UniqueConstraint(fields=["trial", "run"], name="trial_arm_run_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trial_id}#{self.index} {'with' if self.carried else 'without'}"

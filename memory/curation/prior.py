@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import OuterRef, Subquery
+from django.utils import timezone
 
 from experiments.models import Experiment
 from memory.curation.models import Evidence, Proposal
@@ -12,13 +13,16 @@ from memory.curation.render import PRIOR_CAP, PriorItems, prior_block
 _first_run_ref = Evidence.objects.filter(proposal=OuterRef("pk")).exclude(run_ref="").order_by("pk").values("run_ref")[:1]
 
 
-def promoted_items(experiment: Experiment) -> PriorItems:
-    """Promoted tools (by name), facts and antipatterns (newest promotion first), and subscribed pool facts."""
+def promoted_items(experiment: Experiment, withheld: frozenset[int] | set[int] = frozenset()) -> PriorItems:
+    """Promoted tools (by name), facts (pinned first, then newest promotion first) and antipatterns, and
+    subscribed pool facts; without expired facts and those a trial withholds (`withheld` proposal ids)."""
     proposals = list(
         Proposal.objects.promoted()
         .filter(experiment=experiment)
+        .exclude(pk__in=list(withheld))
+        .exclude(valid_until__lte=timezone.now())
         .annotate(first_run=Subquery(_first_run_ref))
-        .order_by("-decided_at", "-pk")
+        .order_by("-is_pinned", "-decided_at", "-pk")
     )
     tools = sorted(
         (str(p.details.get("name") or p.key.split("#")[0]), _purpose(p)) for p in proposals if p.kind == Proposal.Kind.TOOL
@@ -47,6 +51,18 @@ def _first_run(proposal: Proposal) -> str:
     return getattr(proposal, "first_run", None) or "dashboard"
 
 
-def prior_run_block(experiment: Experiment, max_chars: int = PRIOR_CAP) -> str:
-    """Known Tools / Confirmed Facts / Antipatterns to Avoid from promoted memory, at most `max_chars` long."""
-    return prior_block(promoted_items(experiment), max_chars=max_chars)
+def prior_run_block(
+    experiment: Experiment, max_chars: int = PRIOR_CAP, *, run_id: str = "", agent_id: str = "", channel: str = "prior"
+) -> str:
+    """Known Tools / Confirmed Facts / Antipatterns to Avoid from promoted memory, at most `max_chars` long.
+
+    With `run_id` (a run of the experiment) the block is that run's: a fact on trial is left out when the
+    run's arm withholds it, and what the block carries is recorded as the run's exposure (`channel`: prior,
+    or mcp for the MCP tools).
+    """
+    from memory import exposure
+
+    run = exposure.run_named(experiment, run_id)
+    block = prior_block(promoted_items(experiment, exposure.withheld_for_run(experiment, run)), max_chars=max_chars)
+    exposure.record_served(experiment=experiment, run=run, channel=channel, agent_id=agent_id, text=block)
+    return block

@@ -25,6 +25,11 @@ def on_run_complete(run: Run, events: list[Event], ctx: ProjectionContext) -> No
         if root.status == Run.Status.RUNNING and root.pk != current.pk:
             return  # the root's own completion will curate the tree
         services.curate_run(run=root)
+        if root.pk == current.pk:
+            from memory.exposure import on_root_run_finished
+
+            # What the run was given (inferred from the write-back before it started); a trial's next arm.
+            on_root_run_finished(root)
 
     # Curation never fails an ingest: it runs after the commit and only logs its own errors.
     transaction.on_commit(curate_after_commit, robust=True)

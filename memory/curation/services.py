@@ -13,8 +13,8 @@ from django.utils import timezone
 from awp_site.live import announce_experiment_changed
 from experiments.models import Digest, Event, Experiment, Membership, Run, role_at_least
 from experiments.projections import WorkspaceFile
-from memory.curation import curator, runtime_files
-from memory.curation.models import CuratedRun, Decision, Evidence, Fact, Proposal, Vote
+from memory.curation import contradictions, curator, runtime_files
+from memory.curation.models import CuratedRun, Decision, Evidence, Fact, FactEvent, Proposal, Vote
 from memory.curation.render import promoted_line, remove_promoted, upsert_promoted
 from memory.longterm import current_long_term, write_long_term_version
 
@@ -179,6 +179,7 @@ def apply_candidates(*, experiment: Experiment, candidates: Iterable[curator.Can
         )
         found[(candidate.kind, candidate.key)] = proposal
         new.append(proposal)
+    _flag_contradictions(experiment, [p for p in new if p.kind == Proposal.Kind.FACT])
     Proposal.objects.bulk_create(new)
     summary.proposed = len(new)
     known_refs = set(
@@ -208,6 +209,26 @@ def apply_candidates(*, experiment: Experiment, candidates: Iterable[curator.Can
     if new or fresh:
         _announce(experiment)
     return summary
+
+
+def _flag_contradictions(experiment: Experiment, candidates: list[Proposal]) -> None:
+    """Mark new fact candidates that contradict a promoted fact or a subscribed pool fact (never resolved here)."""
+    if not candidates:
+        return
+    from pool.shared import subscribed_facts
+
+    known = [(f"proposal:{pk}", edited or text) for pk, text, edited in
+             experiment.proposals.filter(kind=Proposal.Kind.FACT, status=Proposal.Status.APPROVED).values_list("pk", "text", "edited_text")]
+    known += [(f"pool:{fact.label}", fact.statement) for fact in subscribed_facts(experiment)]  # fmt: skip
+    if not known:
+        return
+    texts = dict(known)
+    for candidate in candidates:
+        found = contradictions.conflicts(candidate.text, known)
+        if found:
+            candidate.details = {**candidate.details, "contradicts": [
+                {"ref": ref, "text": texts[ref], "why": c.why, "similarity": c.similarity} for ref, c in found[:5]
+            ]}  # fmt: skip
 
 
 def _existing_proposals(experiment: Experiment, candidates: list[curator.Candidate]) -> dict[tuple[str, str], Proposal]:
@@ -363,6 +384,10 @@ def _promote(proposal: Proposal, approvals: list[Vote], edited: str, actor: Any)
         author=actor,
     )
     Fact.objects.create(proposal=proposal, version=version, text=proposal.promoted_text, memory_version=document.version, author=actor)
+    FactEvent.objects.create(
+        proposal=proposal, action=FactEvent.Action.PROMOTE, actor=actor, actor_label=actor.get_username(),
+        reason=_usernames(approvals), memory_version=document.version,
+    )  # fmt: skip
     Decision.objects.create(
         proposal=proposal,
         outcome=Decision.Outcome.APPROVED,

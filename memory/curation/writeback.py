@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from django.utils import timezone
 from awp_site.live import announce_experiment_changed
 from experiments.models import Experiment
 from memory.curation.models import Proposal, WritebackAttempt
-from memory.curation.render import merge_memory_md, one_line, sync_facts_files
+from memory.curation.render import merge_memory_md, one_line, remove_promoted, sync_facts_files
 from memory.longterm import current_long_term
 
 FACTS_WINDOW_DAYS = 7  # the runtime's PRIOR RUN MEMORY only reads facts files this recent
@@ -45,19 +46,22 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def _promoted_facts(experiment: Experiment) -> tuple[list[tuple[str, str]], set[str]]:
-    """(run_id, text) of promoted facts and subscribed pool facts, and the texts reviewers rejected, retracted
-    or replaced by an edit (or a newer pool version)."""
+def _promoted_facts(experiment: Experiment, withheld: frozenset[int] = frozenset()) -> tuple[list[tuple[str, str]], set[str], list[int]]:
+    """Facts files: (run_id, text) to have, texts to take out (those the reviewers rejected, retracted
+    or replaced by an edit (or a newer pool version), and those a trial withholds from the next run), and the
+    ids of the promoted facts written."""
     promoted: list[tuple[str, str]] = []
     removed: set[str] = set()
+    carried: list[int] = []
     proposals = experiment.proposals.filter(kind=Proposal.Kind.FACT).exclude(status=Proposal.Status.PENDING)
     for proposal in proposals.prefetch_related("evidence", "facts").order_by("decided_at", "pk"):
-        if proposal.status == Proposal.Status.APPROVED:
+        if proposal.status == Proposal.Status.APPROVED and proposal.pk not in withheld:
             first = next((e.run_ref for e in proposal.evidence.all() if e.run_ref), "dashboard")
             promoted.append((first, proposal.promoted_text))
+            carried.append(proposal.pk)
             removed.add(one_line(proposal.text))
             removed |= {one_line(fact.text) for fact in proposal.facts.all()}
-        elif proposal.origin == Proposal.Origin.RUNTIME or proposal.status == Proposal.Status.RETRACTED:
+        elif proposal.origin == Proposal.Origin.RUNTIME or proposal.status == Proposal.Status.RETRACTED or proposal.pk in withheld:
             removed |= {one_line(proposal.text)} | {one_line(fact.text) for fact in proposal.facts.all()}
     from pool.shared import pool_statements, subscribed_facts
 
@@ -65,17 +69,29 @@ def _promoted_facts(experiment: Experiment) -> tuple[list[tuple[str, str]], set[
     promoted += [(fact.label, fact.statement) for fact in subscribed_facts(experiment)]
     removed |= {one_line(text) for text in pool_statements(experiment)}
     removed -= {one_line(text) for _, text in promoted}
-    return promoted, removed
+    return promoted, removed, carried
 
 
-def sync_workspace(experiment: Experiment, *, previously_written: str) -> tuple[list[str], str]:
-    """Write workspace/MEMORY.md and memory/facts/*.md; returns the files written and the MEMORY.md text."""
+@dataclass(frozen=True)
+class Synced:
+    """What one sync wrote: the files, the MEMORY.md text, its version and the promoted facts it carries."""
+
+    written: list[str]
+    memory_text: str
+    memory_version: int | None
+    carried: list[int]
+
+
+def sync_workspace(experiment: Experiment, *, previously_written: str, withheld: frozenset[int] = frozenset()) -> Synced:
+    """Write workspace/MEMORY.md and memory/facts/*.md, leaving out the facts a trial withholds from the next run."""
     root = Path(experiment.workspace_path)
     if not root.is_dir():
         raise WritebackError(f"The workflow folder {root} does not exist (or is not a folder).")
     written: list[str] = []
     document = current_long_term(experiment)
     ours = document.content if document else ""
+    for proposal_id in withheld:
+        ours = remove_promoted(ours, proposal_id)
     memory_path = root / "workspace" / "MEMORY.md"
     disk = memory_path.read_text(encoding="utf-8", errors="replace") if memory_path.exists() else None
     memory_text = merge_memory_md(disk, ours, previously_written)
@@ -86,11 +102,11 @@ def sync_workspace(experiment: Experiment, *, previously_written: str) -> tuple[
     files = {p.stem: p.read_text(encoding="utf-8", errors="replace") for p in facts_dir.glob("*.md")} if facts_dir.is_dir() else {}
     today = timezone.now().date()
     window = [(today - timedelta(days=n)).isoformat() for n in range(FACTS_WINDOW_DAYS)]
-    promoted, removed = _promoted_facts(experiment)
+    promoted, removed, carried = _promoted_facts(experiment, withheld)
     for day, text in sync_facts_files(files, today=today.isoformat(), window=window, promoted=promoted, removed=removed).items():
         atomic_write(facts_dir / f"{day}.md", text)
         written.append(f"memory/facts/{day}.md")
-    return written, memory_text
+    return Synced(written, memory_text, document.version if document else None, carried)
 
 
 def _last_written(experiment: Experiment) -> str:
@@ -102,7 +118,10 @@ def _attempt(attempt: WritebackAttempt) -> WritebackAttempt:
     experiment = attempt.experiment
     attempt.attempts += 1
     try:
-        written, memory_text = sync_workspace(experiment, previously_written=_last_written(experiment))
+        from memory.exposure import withheld_for_next_run
+
+        withheld = frozenset(withheld_for_next_run(experiment))
+        synced = sync_workspace(experiment, previously_written=_last_written(experiment), withheld=withheld)
     except (OSError, WritebackError) as exc:
         delay = min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** (attempt.attempts - 1))
         attempt.status = WritebackAttempt.Status.FAILED
@@ -113,8 +132,10 @@ def _attempt(attempt: WritebackAttempt) -> WritebackAttempt:
         attempt.status = WritebackAttempt.Status.OK
         attempt.error = ""
         attempt.next_retry_at = None
-        attempt.written_files = written
-        attempt.memory_content = memory_text
+        attempt.written_files = synced.written
+        attempt.memory_content = synced.memory_text
+        attempt.memory_version = synced.memory_version
+        attempt.carried = synced.carried
         attempt.save()
         # A successful full sync also carries whatever earlier failed attempts meant to write.
         experiment.writeback_attempts.filter(status=WritebackAttempt.Status.FAILED).exclude(pk=attempt.pk).update(
