@@ -92,6 +92,13 @@ def restore_long_term_version(*, experiment: Experiment, version: int, author: A
     )
 
 
+def _written_back(experiment: Experiment, content: str) -> bool:
+    from memory.curation.models import WritebackAttempt
+
+    recent = experiment.writeback_attempts.filter(status=WritebackAttempt.Status.OK).order_by("-updated_at", "-pk")
+    return any(text == content for text in recent.values_list("memory_content", flat=True)[:50])
+
+
 @transaction.atomic
 def import_long_term(*, experiment: Experiment, content: str, relpath: str = "workspace/MEMORY.md") -> MemoryDocument | None:
     """Import a workspace MEMORY.md: a new version only when the text differs from the current one."""
@@ -99,6 +106,8 @@ def import_long_term(*, experiment: Experiment, content: str, relpath: str = "wo
     current = current_long_term(experiment)
     if current is not None and current.content == content:
         return None
+    if _written_back(experiment, content):
+        return None  # our own write-back coming back (a trial arm's MEMORY.md differs from the current version)
     return write_long_term_version(
         experiment=experiment,
         content=content,

@@ -70,6 +70,10 @@ class Script:
     delay_s: float = 0.0
     shapes: bool = False  # workers and DAG agents hand out SHAPED_SECRETS in every shape (see below)
     reflection_answer: str | None = None  # the dashboard's reflection prompt: None → a well-formed belief
+    # (marker, confidences with, confidences without): when the root manager's first prompt (its memory) holds
+    # `marker`, it hands the marker to its workers, and workers whose prompt holds it report the first list
+    # (cycled) instead of the second: a fact that measurably helps.
+    boost: tuple[str, list[float], list[float]] | None = None
 
 
 def _text(messages: list[dict[str, Any]]) -> str:
@@ -91,6 +95,8 @@ class FakeLLM:
         self._lock = threading.Lock()
         self._root_calls = 0
         self._sub_calls: dict[str, int] = {}
+        self._primed = False
+        self._boosted = 0
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -115,6 +121,7 @@ class FakeLLM:
         with self._lock:
             self._root_calls = 0
             self._sub_calls.clear()
+            self._primed = False
             if script is not None:
                 self.script = script
 
@@ -154,6 +161,8 @@ class FakeLLM:
                 self._root_calls += 1
                 call = self._root_calls
             self._record("root_manager", user)
+            if call == 1 and script.boost:
+                self._primed = script.boost[0] in everything
             if call > script.iterations:
                 return "root_manager", {"content": json.dumps(self._complete())}
             return "root_manager", {"content": json.dumps(self._delegate(call))}
@@ -199,7 +208,8 @@ class FakeLLM:
             delegations = [
                 {
                     "worker_id": worker,
-                    "instructions": f"FAKEWORKER#{iteration}: collect facts about the number 42 (iteration {iteration}).",
+                    "instructions": f"FAKEWORKER#{iteration}: collect facts about the number 42 (iteration {iteration})."
+                    + (f" Known fact: {script.boost[0]}." if script.boost and self._primed else ""),
                     "tools_allowed": ["board.post", "board.read", "memory.write"] if script.shapes else [],
                     "output_contract": {"summary": "string", "confidence": "number"},
                 }
@@ -256,6 +266,13 @@ class FakeLLM:
         else:
             summary = script.facts[(iteration - 1) % len(script.facts)]
             confidence = script.confidences[(iteration - 1) % len(script.confidences)]
+            if script.boost:
+                marker, with_fact, without_fact = script.boost
+                with self._lock:
+                    self._boosted += 1
+                    count = self._boosted
+                chosen = with_fact if marker in everything else without_fact
+                confidence = chosen[count % len(chosen)]
         return {
             "summary": summary,
             "findings": [summary],
