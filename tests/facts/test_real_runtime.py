@@ -13,7 +13,7 @@ from django.test import Client
 
 from experiments.models import Experiment, Run
 from memory.curation import lifecycle
-from memory.curation.models import Exposure, FactEvent, FactTrial, Proposal
+from memory.curation.models import Evidence, Exposure, Fact, FactEvent, FactTrial, Proposal
 from memory.exposure import fact_impacts, trial_impact
 from memory.models import MemoryDocument
 from tests.awp_runtime import FakeLLM, Script, run_delegation_loop
@@ -114,3 +114,35 @@ def test_a_helpful_fact_is_measured_tried_retired_and_exported(tmp_path, transac
         assert actions == ["promote", "trial_start", "trial_decide", "retire"]
     finally:
         llm.stop()
+
+    # Export, then import into a fresh experiment: facts, versions, evidence links and lifecycle come back.
+    archive_path = tmp_path / "memory.jsonl"
+    exported = _memory_command("export", "--experiment", experiment.slug, "--out", str(archive_path))
+    assert exported["proposal"] == Proposal.objects.filter(experiment=experiment).count() and exported["trial"] == 1
+    fresh = make_experiment(slug="facts-restored")
+    restored = _memory_command("import", str(archive_path), "--experiment", fresh.slug, "--restore")
+    assert restored["proposals"] == exported["proposal"] and restored["events"] == exported["event"]
+    assert _history(fresh) == _history(experiment)
+    again = _memory_command("import", str(archive_path), "--experiment", fresh.slug, "--restore")
+    assert (again["proposals"], again["events"], again["fact_versions"], again["memory_versions"]) == (0, 0, 0, 0)
+    assert _history(fresh) == _history(experiment)
+
+
+def _memory_command(*args: str) -> dict:
+    out = io.StringIO()
+    call_command("awp_memory", *args, stdout=out)
+    return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def _history(experiment: Experiment) -> dict:
+    proposals = Proposal.objects.filter(experiment=experiment).order_by("kind", "key")
+    return {
+        "proposals": [(p.kind, p.key, p.status, p.retired_as, p.is_pinned, p.promoted_text) for p in proposals],
+        "versions": [(f.proposal.key, f.version, f.state, f.text, f.memory_version)
+                     for f in Fact.objects.filter(proposal__experiment=experiment).select_related("proposal").order_by("proposal__key", "version")],
+        "evidence": sorted((e.proposal.key, e.ref, e.digest_sha, e.run_ref, e.iteration)
+                           for e in Evidence.objects.filter(proposal__experiment=experiment).select_related("proposal")),
+        "events": [(ev.proposal.key, ev.action, ev.actor_label, ev.reason, ev.memory_version)
+                   for ev in FactEvent.objects.filter(proposal__experiment=experiment).select_related("proposal").order_by("created_at", "pk")],
+        "memory": [(d.version, d.content, d.source) for d in MemoryDocument.objects.filter(experiment=experiment).order_by("version")],
+    }  # fmt: skip
