@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection, transaction
-from django.utils import timezone
 
 from experiments.models import Experiment, Run
 from memory import impact
@@ -45,11 +44,12 @@ def _arm_for(trial: FactTrial, run: Run | None) -> TrialArm:
     return TrialArm.objects.create(trial=trial, run=run, index=index, carried=carried)
 
 
-def _running_trials(experiment: Experiment) -> list[FactTrial]:
+def _running_trials(experiment: Experiment, *, measured: bool = False) -> list[FactTrial]:
     # Locked: two requests of the same run (prior and recall at once) must not each open an arm.
+    statuses = [FactTrial.Status.RUNNING] + ([FactTrial.Status.MEASURED] if measured else [])
     return list(
         FactTrial.objects.select_for_update()
-        .filter(proposal__experiment=experiment, status=FactTrial.Status.RUNNING)
+        .filter(proposal__experiment=experiment, status__in=statuses)
         .order_by("pk")
     )
 
@@ -60,11 +60,16 @@ def withheld_for_run(experiment: Experiment, run: Run | None) -> set[int]:
     if run is None:
         return set()
     withheld = set()
-    for trial in _running_trials(experiment):
-        if trial.arms.filter(run__isnull=False).count() >= trial.runs_planned and not trial.arms.filter(run=run).exists():
+    for trial in _running_trials(experiment, measured=True):
+        if trial.status == FactTrial.Status.MEASURED:
+            # Measured, waiting for the decision: a run of the trial keeps its arm, any later run gets the fact.
+            arm = trial.arms.filter(run=run).first()
+            if arm is not None and not arm.carried:
+                withheld.add(trial.proposal_id)
             continue
         if not _arm_for(trial, run).carried:
             withheld.add(trial.proposal_id)
+        _close_measured(trial)
     return withheld
 
 
@@ -248,7 +253,3 @@ def trial_impact(trial: FactTrial) -> list[impact.Comparison]:
 def run_exposures(run: Run) -> list[Exposure]:
     """What one run carried, oldest first (the run page's list)."""
     return list(Exposure.objects.filter(run=run).select_related("proposal").order_by("created_at", "pk"))
-
-
-def now() -> Any:
-    return timezone.now()
