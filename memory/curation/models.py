@@ -307,7 +307,7 @@ class TrialArm(models.Model):
     """Which arm one run of a trial was in (the fact given or withheld), fixed the first time it is decided."""
 
     trial = models.ForeignKey(FactTrial, on_delete=models.CASCADE, related_name="arms")
-    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="trial_arms")
     index = models.PositiveIntegerField()
     carried = models.BooleanField()
     created_at = models.DateTimeField(default=timezone.now)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.curation import views
+from memory.curation import fact_views, views
 
 app_name = "curation"
 
@@ -14,4 +14,10 @@ urlpatterns = [
     path("experiments/<slug:slug>/curated/", views.curated_panel, name="curated"),
     path("experiments/<slug:slug>/curated/<int:pk>/retract", views.retract, name="retract"),
     path("experiments/<slug:slug>/curated/<int:pk>/edit", views.edit_promoted, name="edit-promoted"),
+    path("experiments/<slug:slug>/memory/facts/", fact_views.facts, name="facts"),
+    path("experiments/<slug:slug>/memory/facts/<int:pk>/", fact_views.fact_detail, name="fact"),
+    path("experiments/<slug:slug>/memory/facts/<int:pk>/<str:action>", fact_views.fact_action, name="fact-action"),
+    path("experiments/<slug:slug>/review/<int:pk>/trial", fact_views.approve_on_trial, name="approve-on-trial"),
+    path("experiments/<slug:slug>/review/<int:pk>/resolve", fact_views.resolve, name="resolve"),
+    path("experiments/<slug:slug>/memory/runs/<int:run_pk>/facts/", fact_views.run_facts, name="run-facts"),
 ]

@@ -18,7 +18,9 @@ from experiments.access import experiment_view
 from experiments.models import Digest, Experiment, Membership, role_at_least
 from experiments.views import render_tab
 from memory.curation import badge, services, writeback
+from memory.curation.facts import fact_rows
 from memory.curation.models import Proposal
+from memory.impact import sort_key as impact_sort_key
 from state.services_redaction import redact_for
 
 KINDS = [choice for choice, _ in Proposal.Kind.choices]
@@ -82,7 +84,24 @@ def detail_context(experiment: Experiment, proposal: Proposal, role: str | None)
         "decisions": proposal.decisions.order_by("created_at"),
         "fact_versions": proposal.facts.order_by("version"),
         "can_vote": role_at_least(role, Membership.Role.CURATOR),
+        "contradicts": _contradicted(experiment, proposal),
     }
+
+
+def _contradicted(experiment: Experiment, proposal: Proposal) -> list[dict[str, Any]]:
+    """The promoted or pool facts this candidate contradicts, each with its own evidence (side by side)."""
+    out = []
+    for flag in (proposal.details or {}).get("contradicts", []):
+        ref = str(flag.get("ref", ""))
+        fact = None
+        if ref.startswith("proposal:") and ref[9:].isdigit():
+            fact = experiment.proposals.filter(pk=int(ref[9:])).prefetch_related("evidence").first()
+        evidence = [{"run_ref": e.run_ref, "iteration": e.iteration, "digest_sha": e.digest_sha[:12], "note": e.note}
+                    for e in (fact.evidence.all() if fact else [])]  # fmt: skip
+        out.append(redact_for(experiment, {"ref": ref, "why": flag.get("why", ""), "similarity": flag.get("similarity"),
+                                           "text": fact.promoted_text if fact else flag.get("text", ""), "evidence": evidence,
+                                           "fact_id": fact.pk if fact else None, "status": fact.status if fact else "pool"}))  # fmt: skip
+    return out
 
 
 @require_GET
@@ -188,6 +207,11 @@ def curated_context(experiment: Experiment, role: str | None) -> dict[str, Any]:
     groups: dict[str, list[Proposal]] = {kind: [] for kind in KINDS}
     for item in items:
         groups[item.kind].append(item)
+    # Facts: best measured impact first, the ones whose runs did worse last (and flagged).
+    rows = {row.proposal.pk: row for row in fact_rows(experiment)}
+    for item in groups["fact"]:
+        item.impact_row = rows.get(item.pk)  # type: ignore[attr-defined]
+    groups["fact"].sort(key=lambda item: impact_sort_key(rows[item.pk].impact if item.pk in rows else None))
     return {
         "experiment": experiment,
         "curated_groups": [(kind, groups[kind]) for kind in KINDS],
