@@ -102,7 +102,7 @@ def items_in(experiment: Experiment, text: str) -> list[tuple[str, int | None]]:
             found.append((f"proposal:{pk}", pk))
     from pool.shared import subscribed_facts
 
-    found += [(f"pool:{fact.label}", None) for fact in subscribed_facts(experiment) if one_line(fact.statement) in flat]
+    found += [(fact.label, None) for fact in subscribed_facts(experiment) if one_line(fact.statement) in flat]
     return found
 
 
@@ -238,6 +238,22 @@ def fact_impacts(experiment: Experiment) -> dict[int, list[impact.Comparison]]:
     for proposal_id, run_ids in carried.items():
         with_values, without_values = _split(runs, run_ids, outcomes)
         result[proposal_id] = impact.compare_all(with_values, without_values, seed=proposal_id)
+    return result
+
+
+def pool_impacts(experiment: Experiment) -> dict[str, tuple[int, list[impact.Comparison]]]:
+    """Each shared pool fact served to this experiment's runs (by its label): runs that carried it and impact."""
+    carried: dict[str, set[int]] = defaultdict(set)
+    for item, run_id in Exposure.objects.filter(run__experiment=experiment, item__startswith="pool:").values_list("item", "run_id"):
+        carried[item].add(run_id)
+    if not carried:
+        return {}
+    runs = _root_runs(experiment)
+    outcomes = run_outcomes(runs)
+    result = {}
+    for label, run_ids in sorted(carried.items()):
+        with_values, without_values = _split(runs, run_ids, outcomes)
+        result[label] = (len(run_ids), impact.compare_all(with_values, without_values, seed=len(label)))
     return result
 
 

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from experiments.access import experiment_view
 from experiments.models import Experiment, Membership, Run
 from experiments.views import render_tab
-from memory import exposure
+from memory import exposure, impact
 from memory.curation import lifecycle
 from memory.curation.facts import fact_row, fact_rows
 from memory.curation.models import FactEvent, FactTrial, Proposal
@@ -40,7 +40,9 @@ def facts(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     redactor = redactor_for(experiment)
     rows = [(row, redactor.text(row.proposal.promoted_text), METRIC_LABELS.get(row.impact.metric, "") if row.impact else "")
             for row in fact_rows(experiment)]  # fmt: skip
-    return _tab(request, experiment, "facts", "curation/_facts.html", rows=rows)
+    pool = [(redactor.text(label), runs, impact.headline(found), METRIC_LABELS.get(found[0].metric, "") if found else "")
+            for label, (runs, found) in exposure.pool_impacts(experiment).items()]  # fmt: skip
+    return _tab(request, experiment, "facts", "curation/_facts.html", rows=rows, pool=pool)
 
 
 @require_GET
