@@ -386,7 +386,7 @@ def _promote(proposal: Proposal, approvals: list[Vote], edited: str, actor: Any)
     Fact.objects.create(proposal=proposal, version=version, text=proposal.promoted_text, memory_version=document.version, author=actor)
     FactEvent.objects.create(
         proposal=proposal, action=FactEvent.Action.PROMOTE, actor=actor, actor_label=actor.get_username(),
-        reason=_usernames(approvals), memory_version=document.version,
+        reason="; ".join(vote.reason for vote in approvals if vote.reason)[:2000], memory_version=document.version,
     )  # fmt: skip
     Decision.objects.create(
         proposal=proposal,
