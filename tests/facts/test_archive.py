@@ -1,0 +1,60 @@
+"""awp_memory export/import: redacted on the way out, proposals with provenance by default, idempotent,
+a file that is not an archive refused."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memory.curation import lifecycle
+from memory.curation.models import Evidence, Proposal
+from memory.curation.services import review_proposal
+from tests.factories import make_experiment
+from tests.facts.test_services_api import _proposed
+
+pytestmark = pytest.mark.django_db
+
+SECRET_FACT = "fact_collector: deploy with password=hunter2-archive-secret works."
+
+
+def _command(*args: str) -> dict:
+    out = io.StringIO()
+    call_command("awp_memory", *args, stdout=out)
+    return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def test_export_is_redacted_and_import_lands_proposals_with_provenance(experiment, curator, tmp_path):
+    fact = _proposed(experiment, SECRET_FACT)
+    review_proposal(proposal=fact, reviewer=curator, verdict="approve")
+    lifecycle.retire_fact(proposal=fact, actor=curator, reason="rotated")
+    path = tmp_path / "memory.jsonl"
+    summary = _command("export", "--experiment", experiment.slug, "--out", str(path))
+    text = path.read_text()
+    assert "hunter2-archive-secret" not in text and summary["proposal"] == 1 and summary["event"] == 2
+    assert {json.loads(line)["type"] for line in text.splitlines()} >= {"header", "memory_version", "proposal", "fact_version", "evidence", "event", "vote", "decision"}
+
+    other = make_experiment(slug="elsewhere")
+    landed = _command("import", str(path), "--experiment", other.slug)
+    [proposal] = Proposal.objects.filter(experiment=other)
+    assert proposal.status == "pending" and proposal.details["imported"] == {"from": experiment.slug, "status": "retracted", "retired_as": "retired"}
+    assert landed["proposals"] == 1 and landed["evidence"] == Evidence.objects.filter(proposal=fact).count()
+    assert sorted(Evidence.objects.filter(proposal=proposal).values_list("digest_sha", flat=True)) == sorted(
+        Evidence.objects.filter(proposal=fact).values_list("digest_sha", flat=True)
+    )
+    assert not other.memory_documents.exists() and not proposal.lifecycle.exists()
+    again = _command("import", str(path), "--experiment", other.slug)
+    assert (again["proposals"], again["proposals_known"], again["evidence"]) == (0, 1, 0)
+
+
+def test_a_file_that_is_not_an_archive_is_refused(experiment, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"type": "header", "format": "other/9"}) + "\n")
+    with pytest.raises(CommandError, match="Not an awp-memory/1 archive"):
+        _command("import", str(path), "--experiment", experiment.slug)
+    path.write_text("not json\n")
+    with pytest.raises(CommandError):
+        _command("import", str(path), "--experiment", experiment.slug)
+    assert not Proposal.objects.filter(experiment=experiment).exists()
