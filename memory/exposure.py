@@ -137,13 +137,15 @@ def infer_from_writeback(run: Run) -> WritebackAttempt | None:
     attempt = writeback_before(run)
     if attempt is None:
         return None
-    carried = {int(pk) for pk in attempt.carried}
+    carried = {pk for pk in attempt.carried if isinstance(pk, int)}
+    pool_labels = sorted(str(label) for label in attempt.carried if isinstance(label, str))
     existing = set(Proposal.objects.filter(pk__in=carried).values_list("pk", flat=True))
+    items = [(f"proposal:{pk}", pk) for pk in sorted(existing)] + [(label[:300], None) for label in pool_labels]
     Exposure.objects.bulk_create(
         [
-            Exposure(run=run, proposal_id=pk, item=f"proposal:{pk}", channel=Exposure.Channel.WRITEBACK,
+            Exposure(run=run, proposal_id=pk, item=item, channel=Exposure.Channel.WRITEBACK,
                      mode=Exposure.Mode.INFERRED, memory_version=attempt.memory_version)
-            for pk in sorted(existing)
+            for item, pk in items
         ],
         ignore_conflicts=True,
     )  # fmt: skip

@@ -196,7 +196,7 @@ class WritebackAttempt(models.Model):
     written_files = models.JSONField(default=list, blank=True)
     memory_content = models.TextField(blank=True, help_text="the MEMORY.md text written (to merge the next time)")
     memory_version = models.PositiveIntegerField(null=True, blank=True, help_text="the MEMORY.md version written")
-    carried = models.JSONField(default=list, blank=True, help_text="ids of the promoted facts the written files carry")
+    carried = models.JSONField(default=list, blank=True, help_text="ids of the promoted facts, and labels of the pool facts, the written files carry")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -46,13 +46,13 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def _promoted_facts(experiment: Experiment, withheld: frozenset[int] = frozenset()) -> tuple[list[tuple[str, str]], set[str], list[int]]:
+def _promoted_facts(experiment: Experiment, withheld: frozenset[int] = frozenset()) -> tuple[list[tuple[str, str]], set[str], list[int | str]]:
     """Facts files: (run_id, text) to have, texts to take out (those the reviewers rejected, retracted
     or replaced by an edit (or a newer pool version), and those a trial withholds from the next run), and the
     ids of the promoted facts written."""
     promoted: list[tuple[str, str]] = []
     removed: set[str] = set()
-    carried: list[int] = []
+    carried: list[int | str] = []  # promoted fact ids, then the labels of the pool facts written
     proposals = experiment.proposals.filter(kind=Proposal.Kind.FACT).exclude(status=Proposal.Status.PENDING)
     for proposal in proposals.prefetch_related("evidence", "facts").order_by("decided_at", "pk"):
         if proposal.status == Proposal.Status.APPROVED and proposal.pk not in withheld:
@@ -66,7 +66,9 @@ def _promoted_facts(experiment: Experiment, withheld: frozenset[int] = frozenset
     from pool.shared import pool_statements, subscribed_facts
 
     # Subscribed pool facts reach the runtime's PRIOR RUN MEMORY through the facts files too (newest version only).
-    promoted += [(fact.label, fact.statement) for fact in subscribed_facts(experiment)]
+    shared = subscribed_facts(experiment)
+    promoted += [(fact.label, fact.statement) for fact in shared]
+    carried += [fact.label for fact in shared]
     removed |= {one_line(text) for text in pool_statements(experiment)}
     removed -= {one_line(text) for _, text in promoted}
     return promoted, removed, carried
@@ -79,7 +81,7 @@ class Synced:
     written: list[str]
     memory_text: str
     memory_version: int | None
-    carried: list[int]
+    carried: list[int | str]
 
 
 def sync_workspace(experiment: Experiment, *, previously_written: str, withheld: frozenset[int] = frozenset()) -> Synced:

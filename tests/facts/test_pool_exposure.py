@@ -41,3 +41,23 @@ def test_pool_fact_served_to_runs_is_exposure_with_impact():
     client = Client()
     client.force_login(owner)
     assert label in client.get(f"/experiments/{experiment.slug}/memory/facts/").content.decode()
+
+
+def test_pool_fact_written_back_is_inferred_exposure_of_the_next_folder_run(tmp_path):
+    from django.utils import timezone
+
+    from experiments.models import Experiment
+    from memory.curation.writeback import write_back
+    from memory.exposure import infer_from_writeback
+
+    experiment = make_experiment()
+    owner = make_member(experiment, "owner")
+    services.set_subscription(experiment=experiment, mode="all", tags=[], user=owner)
+    accepted_fact("p-disk", "Keep the scratch disk under 80 percent.")
+    (tmp_path / "wf").mkdir()
+    Experiment.objects.filter(pk=experiment.pk).update(workspace_path=str(tmp_path / "wf"), writeback_enabled=True)
+    attempt = write_back(experiment_id=experiment.pk, trigger="manual")
+    assert attempt is not None and attempt.status == "ok" and attempt.carried == ["pool:fact:p-disk v1"]
+    run = make_run(experiment, started_at=timezone.now())
+    infer_from_writeback(run)
+    assert list(Exposure.objects.filter(run=run).values_list("item", "mode", "channel")) == [("pool:fact:p-disk v1", "inferred", "writeback")]
