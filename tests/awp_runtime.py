@@ -30,6 +30,7 @@ MODEL = "fake-model"
 _WORKER_MARK = re.compile(r"FAKEWORKER#(\d+)")
 _DAG_MARK = re.compile(r"FAKEDAG:(\w+)")
 _REFLECTION_MARK = "AWP-REFLECTION"  # memory.recall.REFLECTION_MARK: the dashboard asking for a belief
+_JUDGE_MARK = "AWP-CONTRADICTION"  # memory.curation.contradictions.JUDGE_MARK: the dashboard asking a judge
 _REFLECTING_AGENT = re.compile(r"^Agent: (\S+)$", re.M)
 _SUB_MANAGER = re.compile(r"## Submanager task\nYou have been spawned as a sub-manager for `(\w+)`")
 
@@ -74,6 +75,7 @@ class Script:
     # `marker`, it hands the marker to its workers, and workers whose prompt holds it report the first list
     # (cycled) instead of the second: a fact that measurably helps.
     boost: tuple[str, list[float], list[float]] | None = None
+    judge_answer: str = '{"contradicts": true, "why": "warm is the opposite of cold"}'  # the contradiction judge's answer
 
 
 def _text(messages: list[dict[str, Any]]) -> str:
@@ -140,6 +142,9 @@ class FakeLLM:
         first_user = _text([m for m in messages if m.get("role") == "user"][:1])
         everything = _text(messages)
         script = self.script
+        if _JUDGE_MARK in everything:
+            self._record("judge", user)
+            return "judge", {"content": script.judge_answer}
         if _REFLECTION_MARK in everything:
             self._record("reflection", user)
             return "reflection", {"content": self._reflection(user)}

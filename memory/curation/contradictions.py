@@ -75,3 +75,37 @@ def conflicts(candidate: str, known: Iterable[tuple[str, str]], *, threshold: fl
     """The known (ref, text) pairs the candidate contradicts, most similar first."""
     found = [(ref, c) for ref, text in known if (c := conflict(candidate, text, threshold=threshold)) is not None]
     return sorted(found, key=lambda pair: -pair[1].similarity)
+
+
+JUDGE_MARK = "AWP-CONTRADICTION"
+
+
+def near(candidate: str, known: Iterable[tuple[str, str]], *, threshold: float = THRESHOLD) -> list[tuple[str, str]]:
+    """The known (ref, text) pairs on the same subject that the rules do not call a contradiction (for the judge)."""
+    return [(ref, text) for ref, text in known
+            if similarity(candidate, text) >= threshold and conflict(candidate, text, threshold=threshold) is None
+            and " ".join(candidate.split()).lower() != " ".join(text.split()).lower()]  # fmt: skip
+
+
+def judge_messages(candidate: str, known: str) -> list[dict[str, str]]:
+    """The chat messages asking an LLM whether two statements contradict each other (texts already masked)."""
+    return [
+        {"role": "system", "content": f"{JUDGE_MARK}: you compare two statements from an agent memory. "
+                                      'Answer only JSON: {"contradicts": true|false, "why": "<one short sentence>"}.'},
+        {"role": "user", "content": f"Known fact: {known}\nNew candidate: {candidate}\nDo they contradict each other?"},
+    ]  # fmt: skip
+
+
+def parse_verdict(answer: str, similarity_score: float) -> Conflict | None:
+    """The judge's answer as a Conflict (None when it says no or answers something unreadable)."""
+    import json
+
+    start, end = answer.find("{"), answer.rfind("}")
+    try:
+        data = json.loads(answer[start : end + 1]) if start >= 0 < end else {}
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("contradicts") is not True:
+        return None
+    why = " ".join(str(data.get("why") or "the judge says they differ").split())[:200]
+    return Conflict(round(similarity_score, 3), f"LLM judge: {why}")

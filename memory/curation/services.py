@@ -229,6 +229,43 @@ def _flag_contradictions(experiment: Experiment, candidates: list[Proposal]) -> 
             candidate.details = {**candidate.details, "contradicts": [
                 {"ref": ref, "text": texts[ref], "why": c.why, "similarity": c.similarity} for ref, c in found[:5]
             ]}  # fmt: skip
+        elif contradictions.near(candidate.text, known):
+            candidate.details = {**candidate.details, "judge_pending": True}
+    from memory import reflection
+
+    if reflection.is_enabled() and any(c.details.get("judge_pending") for c in candidates):
+        # The configured LLM judges the near misses after the commit, outside any transaction.
+        transaction.on_commit(lambda: judge_contradictions(experiment_id=experiment.pk), robust=True)
+
+
+def judge_contradictions(*, experiment_id: int) -> int:
+    """Ask the configured LLM whether candidates near a known fact contradict it; returns how many it flagged."""
+    from memory import reflection
+    from pool.shared import subscribed_facts
+    from state.services_redaction import redact_text_for
+
+    experiment = Experiment.objects.get(pk=experiment_id)
+    known = [(f"proposal:{p.pk}", p.promoted_text) for p in experiment.proposals.filter(kind=Proposal.Kind.FACT, status=Proposal.Status.APPROVED)]
+    known += [(f"pool:{fact.label}", fact.statement) for fact in subscribed_facts(experiment)]
+    flagged = 0
+    for candidate in experiment.proposals.filter(kind=Proposal.Kind.FACT, status=Proposal.Status.PENDING, details__judge_pending=True):
+        found = []
+        for ref, text in contradictions.near(candidate.text, known)[:3]:
+            messages = contradictions.judge_messages(redact_text_for(experiment, candidate.text), redact_text_for(experiment, text))
+            try:
+                verdict = contradictions.parse_verdict(reflection.chat(messages), contradictions.similarity(candidate.text, text))
+            except reflection.EndpointFailed:
+                return flagged  # the endpoint is down: the candidates stay pending for the next pass
+            if verdict is not None:
+                found.append({"ref": ref, "text": text, "why": verdict.why, "similarity": verdict.similarity})
+        details = {k: v for k, v in candidate.details.items() if k != "judge_pending"}
+        if found:
+            details["contradicts"] = found
+            flagged += 1
+        Proposal.objects.filter(pk=candidate.pk).update(details=details)
+    if flagged:
+        _announce(experiment)
+    return flagged
 
 
 def _existing_proposals(experiment: Experiment, candidates: list[curator.Candidate]) -> dict[tuple[str, str], Proposal]:

@@ -132,3 +132,25 @@ def test_contradiction_rules_are_numbers_and_negation_on_the_same_subject() -> N
     assert contradictions.conflict("The cache is not shared", "The cache is shared") is not None
     assert contradictions.conflict("42 is even", "42 is even") is None
     assert contradictions.conflict("Invoices are printed on A4", "42 is even") is None  # another subject
+
+
+def test_the_configured_llm_judges_near_misses_the_rules_cannot_tell(experiment, curator, settings, django_capture_on_commit_callbacks):
+    from tests.awp_runtime import FakeLLM
+
+    fact = _proposed(experiment, "fact_collector: The build cache is cold on Mondays.")
+    review_proposal(proposal=fact, reviewer=curator, verdict="approve")
+    llm = FakeLLM().start()
+    try:
+        settings.LLM_BASE_URL = llm.url
+        with django_capture_on_commit_callbacks(execute=True):
+            candidate = _proposed(experiment, "fact_collector: The build cache is warm on Mondays.")
+        with django_capture_on_commit_callbacks(execute=True):
+            unrelated = _proposed(experiment, "fact_collector: Invoices are printed on A4.")
+    finally:
+        llm.stop()
+    candidate.refresh_from_db()
+    [flag] = candidate.details["contradicts"]
+    assert flag["ref"] == f"proposal:{fact.pk}" and flag["why"].startswith("LLM judge: warm is the opposite")
+    assert "judge_pending" not in candidate.details and "contradicts" not in unrelated.details
+    [asked] = [r["user"] for r in llm.requests if r["role"] == "judge"]  # only the near miss went to the judge
+    assert "cold on Mondays" in asked and "warm on Mondays" in asked
