@@ -119,7 +119,7 @@ class ImpactOut(Schema):
 class FactOut(Schema):
     id: int
     text: str
-    status: Literal["active", "retired", "superseded", "trial", "expired"]
+    status: Literal["active", "retired", "superseded", "trial", "expired", "pending", "rejected"]
     pinned: bool
     version: int
     exposed_runs: int
@@ -152,7 +152,7 @@ class DecideIn(Schema):
 
 class ResolveIn(Schema):
     action: Literal["supersede", "keep_both", "reject"]
-    fact_id: int | None = Field(None, description="with supersede: the promoted fact the candidate replaces")
+    fact_id: int | None = Field(None, ge=1, le=2**63 - 1, description="with supersede: the promoted fact the candidate replaces")
     reason: str = Field("", max_length=2000)
 
 
@@ -169,7 +169,7 @@ def list_facts(request: HttpRequest, slug: str) -> list[dict[str, Any]]:
 def _reviewer_call(request: HttpRequest, proposal_id: int, action: Any) -> dict[str, Any]:
     """Look up the fact, authorize a curator (session) or a `review` token issued to a user, run `action`."""
     caller: Caller = request.auth  # type: ignore[attr-defined]
-    proposal = Proposal.objects.select_related("experiment").filter(pk=proposal_id).first()
+    proposal = Proposal.objects.select_related("experiment").filter(pk=proposal_id, kind=Proposal.Kind.FACT).first() if 0 < proposal_id < 2**63 else None
     if proposal is None:
         raise ApiError(404, "fact_not_found", f"No fact {proposal_id}.")
     authorize_experiment(request, proposal.experiment, scope="review")

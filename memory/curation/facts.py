@@ -44,15 +44,16 @@ class FactRow:
 
 def fact_rows(experiment: Experiment, *, only: list[int] | None = None) -> list[FactRow]:
     """Every fact that was ever promoted, best measured impact first (too few to tell in the middle, worst last)."""
+    proposals = Proposal.objects.filter(experiment=experiment, kind=Proposal.Kind.FACT)
+    if only is None:
+        proposals = proposals.exclude(status__in=[Proposal.Status.PENDING, Proposal.Status.REJECTED])
     proposals = (
-        Proposal.objects.filter(experiment=experiment, kind=Proposal.Kind.FACT)
-        .exclude(status__in=[Proposal.Status.PENDING, Proposal.Status.REJECTED])
-        .annotate(latest_version=Max("facts__version"))
+        proposals.annotate(latest_version=Max("facts__version"))
         .select_related("experiment")
         .order_by("-decided_at", "-pk")
     )
     if only is not None:
-        proposals = proposals.filter(pk__in=only)
+        proposals = proposals.filter(pk__in=only)  # one fact's answer: whatever its status (pending on a quorum)
     on_trial = set(
         FactTrial.objects.filter(proposal__experiment=experiment, status=FactTrial.Status.RUNNING).values_list("proposal_id", flat=True)
     )

@@ -154,3 +154,20 @@ def test_the_configured_llm_judges_near_misses_the_rules_cannot_tell(experiment,
     assert "judge_pending" not in candidate.details and "contradicts" not in unrelated.details
     [asked] = [r["user"] for r in llm.requests if r["role"] == "judge"]  # only the near miss went to the judge
     assert "cold on Mondays" in asked and "warm on Mondays" in asked
+
+
+def test_answers_for_candidates_that_stay_pending_or_are_rejected(experiment, curator):
+    from experiments.models import Experiment
+
+    fact = _proposed(experiment)
+    review_proposal(proposal=fact, reviewer=curator, verdict="approve")
+    token = make_token(experiment, scopes=["review"], user=curator)
+    rejected = _post(f"/api/v1/proposals/{_proposed(experiment, CONTRA).pk}/resolve", token, {"action": "reject"})
+    assert rejected.status_code == 200 and rejected.json()["status"] == "rejected"
+    Experiment.objects.filter(pk=experiment.pk).update(review_quorum=2)
+    waiting = _proposed(experiment, "fact_collector: FACT_GAMMA: 7 is prime.")
+    answer = _post(f"/api/v1/proposals/{waiting.pk}/trial", token, {"runs": 4})
+    assert answer.status_code == 200 and answer.json()["status"] == "pending"  # one vote of two: no trial yet
+    assert not FactTrial.objects.filter(proposal=waiting).exists()
+    assert _post("/api/v1/facts/99999999999999999999/pin", token).status_code in (404, 422)
+    assert _post(f"/api/v1/proposals/{waiting.pk}/trial", token, {"runs": 1}).status_code == 422
