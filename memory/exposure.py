@@ -231,15 +231,19 @@ def _split(runs: list[Run], carried: set[int], outcomes: dict[int, dict[str, flo
     return [outcomes[r.pk] for r in with_runs if r.pk in outcomes], [outcomes[r.pk] for r in without if r.pk in outcomes]
 
 
-def fact_impacts(experiment: Experiment) -> dict[int, list[impact.Comparison]]:
-    """Every promoted (or once promoted) fact's comparisons, from one read of runs, outcomes and exposures."""
+def fact_impacts(experiment: Experiment, *, only: list[int] | None = None, headline_only: bool = False) -> dict[int, list[impact.Comparison]]:
+    """Facts' comparisons (all facts, or `only` these), from one read of runs, outcomes and exposures."""
+    carried = exposed_runs(experiment)
+    if only is not None:
+        carried = {pk: runs for pk, runs in carried.items() if pk in only}
+    if not carried:
+        return {}
     runs = _root_runs(experiment)
     outcomes = run_outcomes(runs)
-    carried = exposed_runs(experiment)
     result = {}
     for proposal_id, run_ids in carried.items():
         with_values, without_values = _split(runs, run_ids, outcomes)
-        result[proposal_id] = impact.compare_all(with_values, without_values, seed=proposal_id)
+        result[proposal_id] = impact.compare_all(with_values, without_values, seed=proposal_id, first_only=headline_only)
     return result
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 LEVEL = 0.95
-RESAMPLES = 2000
+RESAMPLES = 1000
 MIN_RUNS = 3
 # The order in which a headline metric is chosen: the first with enough runs on both sides.
 METRICS = ("eval_score", "confidence", "completed", "iterations", "tokens", "duration_s")
@@ -86,9 +86,14 @@ def compare(
 
 
 def compare_all(
-    with_runs: Sequence[Mapping[str, float | None]], without_runs: Sequence[Mapping[str, float | None]], *, seed: int = 0
+    with_runs: Sequence[Mapping[str, float | None]],
+    without_runs: Sequence[Mapping[str, float | None]],
+    *,
+    seed: int = 0,
+    first_only: bool = False,
 ) -> list[Comparison]:
-    """One comparison per metric that has enough runs reporting it on both sides, in `METRICS` order."""
+    """One comparison per metric that has enough runs reporting it on both sides, in `METRICS` order
+    (only the first, the headline, with `first_only`: a list of many facts needs no more)."""
     out = []
     for metric in METRICS:
         found = compare(
@@ -99,6 +104,8 @@ def compare_all(
         )
         if found is not None:
             out.append(found)
+            if first_only:
+                break
     return out
 
 

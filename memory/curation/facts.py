@@ -58,7 +58,8 @@ def fact_rows(experiment: Experiment, *, only: list[int] | None = None) -> list[
         FactTrial.objects.filter(proposal__experiment=experiment, status=FactTrial.Status.RUNNING).values_list("proposal_id", flat=True)
     )
     carried = exposure.exposed_runs(experiment)
-    impacts = exposure.fact_impacts(experiment)
+    # A list needs each fact's headline only; one fact's page (and an API answer) gets every metric.
+    impacts = exposure.fact_impacts(experiment, only=only, headline_only=only is None)
     rows = [
         FactRow(p, status_of(p, on_trial=p.pk in on_trial), p.latest_version or 1, len(carried.get(p.pk, ())), impacts.get(p.pk, []))
         for p in proposals
