@@ -76,3 +76,27 @@ def test_approve_on_trial_from_review_then_decide(experiment, curator):
     assert _client(curator).post(f"/experiments/{experiment.slug}/memory/facts/{candidate.pk}/keep").status_code == 302
     trial.refresh_from_db()
     assert trial.status == "kept" and lifecycle.status_of(candidate) == "active"
+
+
+def test_a_fact_whose_runs_did_worse_is_flagged_and_sorted_last(experiment, curator, viewer):
+    from experiments.ingest import EventIn, append_events
+    from memory.curation.prior import prior_run_block
+
+    helpful, harmful = _proposed(experiment), _proposed(experiment, "fact_collector: FACT_BETA: always retry forever.")
+    for proposal in (harmful, helpful):
+        review_proposal(proposal=proposal, reviewer=curator, verdict="approve")
+    for n, (gets, confidence) in enumerate([("helpful", 0.9), ("helpful", 0.95), ("helpful", 0.85),
+                                            ("harmful", 0.2), ("harmful", 0.25), ("harmful", 0.3)]):  # fmt: skip
+        run = make_run(experiment)
+        other = harmful if gets == "helpful" else helpful
+        # Give each run one of the two facts: the other is retired for the moment it asks, then restored.
+        lifecycle.retire_fact(proposal=other, actor=curator, reason=f"setup {n}")
+        prior_run_block(experiment, run_id=run.run_id)
+        lifecycle.restore_fact(proposal=other, actor=curator, reason=f"setup {n}")
+        append_events(run, [EventIn(kind="worker.complete", dedupe_key="w", agent_id="w", iteration=1, payload={"confidence": confidence}),
+                            EventIn(kind="run.complete", dedupe_key="file:run_completion.json", payload={"status": "complete"})])  # fmt: skip
+    body = _client(viewer).get(f"/experiments/{experiment.slug}/memory/facts/").content.decode()
+    assert body.index(f'id="fact-{helpful.pk}"') < body.index(f'id="fact-{harmful.pk}"')
+    assert f'id="fact-{harmful.pk}" class="fact-row status-active flagged"' in body
+    curated = _client(viewer).get(f"/experiments/{experiment.slug}/memory/curated/").content.decode()
+    assert curated.index(f'id="curated-{helpful.pk}"') < curated.index(f'id="curated-{harmful.pk}"') and "flagged" in curated
