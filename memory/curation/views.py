@@ -19,7 +19,7 @@ from experiments.models import Digest, Experiment, Membership, role_at_least
 from experiments.views import render_tab
 from memory.curation import badge, services, writeback
 from memory.curation.facts import fact_rows
-from memory.curation.models import Proposal
+from memory.curation.models import FactTrial, Proposal
 from memory.impact import sort_key as impact_sort_key
 from state.services_redaction import redact_for
 
@@ -117,7 +117,8 @@ def review_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
             context.update(detail_context(experiment, proposal, role))
     if request.htmx and request.htmx.target == "review-queue":
         return render(request, "curation/review_tab.html#queue", context)
-    return render_tab(request, "curation/review_tab.html", {**context, "tab": "review"})
+    waiting = FactTrial.objects.filter(proposal__experiment=experiment, status=FactTrial.Status.MEASURED).order_by("pk")
+    return render_tab(request, "curation/review_tab.html", {**context, "tab": "review", "trials_waiting": list(waiting)})
 
 
 @require_GET

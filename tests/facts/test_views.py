@@ -9,6 +9,7 @@ from django.test import Client
 from memory import exposure
 from memory.curation import lifecycle
 from memory.curation.models import FactEvent, Proposal
+from memory.curation.prior import prior_run_block
 from memory.curation.services import review_proposal
 from tests.factories import make_run
 from tests.facts.test_services_api import CONTRA, FACT, _proposed
@@ -73,6 +74,10 @@ def test_approve_on_trial_from_review_then_decide(experiment, curator):
     assert _client(curator).post(f"/experiments/{experiment.slug}/review/{candidate.pk}/trial", {"runs": "x"}).status_code == 422
     page = _client(curator).get(f"/experiments/{experiment.slug}/memory/facts/{candidate.pk}/").content.decode()
     assert "Trial (running)" in page and "Keep it for every run" in page
+    for _ in range(4):
+        prior_run_block(experiment, run_id=make_run(experiment).run_id)
+    review = _client(curator).get(f"/experiments/{experiment.slug}/review/").content.decode()
+    assert "Trials waiting for your decision" in review and f"P{candidate.pk}</a> (4 runs measured)" in review
     assert _client(curator).post(f"/experiments/{experiment.slug}/memory/facts/{candidate.pk}/keep").status_code == 302
     trial.refresh_from_db()
     assert trial.status == "kept" and lifecycle.status_of(candidate) == "active"
