@@ -27,8 +27,6 @@ def test_fact_pages_show_exposure_history_and_contradictions(experiment, curator
     fact = _proposed(experiment)
     review_proposal(proposal=fact, reviewer=curator, verdict="approve")
     run = make_run(experiment)
-    from memory.curation.prior import prior_run_block
-
     prior_run_block(experiment, run_id=run.run_id, agent_id="manager")
     candidate = _proposed(experiment, CONTRA)
     page = _client(viewer).get(f"/experiments/{experiment.slug}/memory/facts/")
@@ -85,7 +83,6 @@ def test_approve_on_trial_from_review_then_decide(experiment, curator):
 
 def test_a_fact_whose_runs_did_worse_is_flagged_and_sorted_last(experiment, curator, viewer):
     from experiments.ingest import EventIn, append_events
-    from memory.curation.prior import prior_run_block
 
     helpful, harmful = _proposed(experiment), _proposed(experiment, "fact_collector: FACT_BETA: always retry forever.")
     for proposal in (harmful, helpful):
