@@ -156,7 +156,28 @@ def import_records(experiment: Experiment, records: Iterable[dict[str, Any]], *,
     for proposal, name in links:
         proposal.superseded_by = proposal_of(name)
         proposal.save(update_fields=["superseded_by"])
+    if restore and not fresh_memory:
+        summary["memory_versions"] += _add_restored_lines(experiment, [p for p in found.values() if p.pk in created])
     return {"experiment": experiment.slug, "from": source, "restore": restore, **summary}
+
+
+def _add_restored_lines(experiment: Experiment, restored: list[Proposal]) -> int:
+    """An experiment with its own MEMORY.md gets the restored promoted items in one new version (or none)."""
+    from memory.curation.render import marked_proposals, promoted_line, upsert_promoted
+    from memory.longterm import current_long_term, write_long_term_version
+
+    current = current_long_term(experiment)
+    content = current.content if current else ""
+    missing = [p for p in restored if p.status == Proposal.Status.APPROVED and p.pk not in marked_proposals(content)]
+    for proposal in missing:
+        version = max([f.version for f in proposal.facts.all()] or [1])
+        line = promoted_line(text=proposal.promoted_text, proposal_id=proposal.pk, version=version)
+        content = upsert_promoted(content, kind=proposal.kind, proposal_id=proposal.pk, line=line)
+    if not missing:
+        return 0
+    write_long_term_version(experiment=experiment, content=content, reason=f"import of {len(missing)} restored item(s)",
+                            source=MemoryDocument.Source.IMPORT, author_label="importer")  # fmt: skip
+    return 1
 
 
 def _restore_one(kind: Any, record: dict[str, Any], proposal_of: Any, created: set[int], users: dict[str, Any], runs: dict[str, int]) -> str:

@@ -58,3 +58,20 @@ def test_a_file_that_is_not_an_archive_is_refused(experiment, tmp_path):
     with pytest.raises(CommandError):
         _command("import", str(path), "--experiment", experiment.slug)
     assert not Proposal.objects.filter(experiment=experiment).exists()
+
+
+def test_restore_into_an_experiment_with_its_own_memory_adds_one_version(experiment, curator, tmp_path):
+    from memory.longterm import current_long_term, write_long_term_version
+
+    fact = _proposed(experiment)
+    review_proposal(proposal=fact, reviewer=curator, verdict="approve")
+    path = tmp_path / "memory.jsonl"
+    _command("export", "--experiment", experiment.slug, "--out", str(path))
+    other = make_experiment(slug="has-memory")
+    write_long_term_version(experiment=other, content="# MEMORY\n\nOur own notes.\n", reason="seed")
+    summary = _command("import", str(path), "--experiment", other.slug, "--restore")
+    [restored] = Proposal.objects.filter(experiment=other)
+    memory = current_long_term(other)
+    assert summary["memory_versions"] == 1 and memory.version == 2 and restored.status == "approved"
+    assert "Our own notes." in memory.content and f"<!-- proposal:{restored.pk} v1 -->" in memory.content
+    assert _command("import", str(path), "--experiment", other.slug, "--restore")["memory_versions"] == 0
