@@ -230,17 +230,18 @@ def _flag_contradictions(experiment: Experiment, candidates: list[Proposal]) -> 
                 {"ref": ref, "text": texts[ref], "why": c.why, "similarity": c.similarity} for ref, c in found[:5]
             ]}  # fmt: skip
         elif contradictions.near(candidate.text, known):
+            # The configured LLM judges it later (awp_curate), outside any transaction: ingest never waits on it.
             candidate.details = {**candidate.details, "judge_pending": True}
-    from memory import reflection
-
-    if reflection.is_enabled() and any(c.details.get("judge_pending") for c in candidates):
-        # The configured LLM judges the near misses after the commit, outside any transaction.
-        transaction.on_commit(lambda: judge_contradictions(experiment_id=experiment.pk), robust=True)
 
 
 def judge_contradictions(*, experiment_id: int) -> int:
-    """Ask the configured LLM whether candidates near a known fact contradict it; returns how many it flagged."""
+    """Ask the configured LLM whether candidates near a known fact contradict it; returns how many it flagged.
+
+    Does nothing without a configured chat endpoint (the candidates keep waiting for one)."""
     from memory import reflection
+
+    if not reflection.is_enabled():
+        return 0
     from pool.shared import subscribed_facts
     from state.services_redaction import redact_text_for
 

@@ -134,20 +134,29 @@ def test_contradiction_rules_are_numbers_and_negation_on_the_same_subject() -> N
     assert contradictions.conflict("Invoices are printed on A4", "42 is even") is None  # another subject
 
 
-def test_the_configured_llm_judges_near_misses_the_rules_cannot_tell(experiment, curator, settings, django_capture_on_commit_callbacks):
+def test_the_configured_llm_judges_near_misses_the_rules_cannot_tell(experiment, curator, settings):
+    import io
+
+    from django.core.management import call_command
+
     from tests.awp_runtime import FakeLLM
 
     fact = _proposed(experiment, "fact_collector: The build cache is cold on Mondays.")
     review_proposal(proposal=fact, reviewer=curator, verdict="approve")
+    candidate = _proposed(experiment, "fact_collector: The build cache is warm on Mondays.")
+    unrelated = _proposed(experiment, "fact_collector: Invoices are printed on A4.")
+    assert candidate.details.get("judge_pending") is True and "judge_pending" not in unrelated.details
+    out = io.StringIO()
+    call_command("awp_curate", "--experiment", experiment.slug, stdout=out)  # no endpoint: nothing judged
+    assert json.loads(out.getvalue().splitlines()[-1])["contradictions_judged"] == 0
     llm = FakeLLM().start()
     try:
         settings.LLM_BASE_URL = llm.url
-        with django_capture_on_commit_callbacks(execute=True):
-            candidate = _proposed(experiment, "fact_collector: The build cache is warm on Mondays.")
-        with django_capture_on_commit_callbacks(execute=True):
-            unrelated = _proposed(experiment, "fact_collector: Invoices are printed on A4.")
+        out = io.StringIO()
+        call_command("awp_curate", "--experiment", experiment.slug, stdout=out)
     finally:
         llm.stop()
+    assert json.loads(out.getvalue().splitlines()[-1])["contradictions_judged"] == 1
     candidate.refresh_from_db()
     [flag] = candidate.details["contradicts"]
     assert flag["ref"] == f"proposal:{fact.pk}" and flag["why"].startswith("LLM judge: warm is the opposite")

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from experiments.models import Experiment
 from memory.curation import lifecycle, writeback
-from memory.curation.services import CurationSummary, curate_experiment
+from memory.curation.services import CurationSummary, curate_experiment, judge_contradictions
 
 
 class Command(BaseCommand):
@@ -38,13 +38,16 @@ class Command(BaseCommand):
     def one_pass(self, experiments: list[Experiment], *, only_new: bool, force: bool) -> dict[str, Any]:
         total = CurationSummary()
         expired: list[int] = []
+        judged = 0
         for experiment in experiments:
             total.add(curate_experiment(experiment=experiment, only_new=only_new))
             expired += lifecycle.expire_due(experiment=experiment)  # facts past their valid_until leave memory
+            judged += judge_contradictions(experiment_id=experiment.pk)  # near misses, with the configured LLM
         retried = [a for a in writeback.retry_due(force=force) if a.experiment in experiments]
         return {
             **total.as_dict(),
             "writeback_retried": len(retried),
             "writeback_failed": sum(1 for a in retried if a.status == "failed"),
             "expired": expired,
+            "contradictions_judged": judged,
         }
