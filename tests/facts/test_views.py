@@ -102,3 +102,22 @@ def test_a_fact_whose_runs_did_worse_is_flagged_and_sorted_last(experiment, cura
     assert f'id="fact-{harmful.pk}" class="fact-row status-active flagged"' in body
     curated = _client(viewer).get(f"/experiments/{experiment.slug}/memory/curated/").content.decode()
     assert curated.index(f'id="curated-{helpful.pk}"') < curated.index(f'id="curated-{harmful.pk}"') and "flagged" in curated
+
+
+def test_a_secret_in_a_fact_is_masked_on_every_facts_surface(experiment, curator, viewer):
+    from tests.factories import make_token
+
+    secret = "hunter2-facts-page"
+    fact = _proposed(experiment, f"fact_collector: deploy with password={secret} works.")
+    review_proposal(proposal=fact, reviewer=curator, verdict="approve")
+    run = make_run(experiment)
+    prior_run_block(experiment, run_id=run.run_id, agent_id="manager")
+    token = make_token(experiment, scopes=["memory:read"])
+    bodies = [
+        _client(viewer).get(f"/experiments/{experiment.slug}/memory/facts/").content.decode(),
+        _client(viewer).get(f"/experiments/{experiment.slug}/memory/facts/{fact.pk}/").content.decode(),
+        _client(viewer).get(f"/experiments/{experiment.slug}/memory/runs/{run.pk}/facts/").content.decode(),
+        Client().get(f"/api/v1/experiments/{experiment.slug}/facts", HTTP_AUTHORIZATION=f"Bearer {token}").content.decode(),
+    ]
+    assert all("deploy with password" in body for body in bodies)
+    assert not any(secret in body for body in bodies)
