@@ -47,6 +47,40 @@ def _name(proposal: Proposal | None) -> list[str] | None:
     return [proposal.kind, proposal.key] if proposal is not None else None
 
 
+def _portable(details: dict[str, Any], names: dict[int, Any]) -> dict[str, Any]:
+    """Details with this database's proposal ids replaced by names (kind, key) another deployment understands."""
+    out = dict(details or {})
+    if isinstance(out.get("supersedes"), int):
+        out["supersedes"] = names.get(out["supersedes"])
+    if isinstance(out.get("contradicts"), list):
+        out["contradicts"] = [
+            {**c, "ref": ["proposal", *names[int(c["ref"][9:])]]} if isinstance(c, dict) and str(c.get("ref", "")).startswith("proposal:")
+            and c["ref"][9:].isdigit() and int(c["ref"][9:]) in names else c
+            for c in out["contradicts"]
+        ]  # fmt: skip
+    return out
+
+
+def _local(details: dict[str, Any], found: dict[Any, Proposal]) -> dict[str, Any]:
+    """Names in imported details back to this database's proposal ids (dropped when the named item is absent)."""
+    out = dict(details or {})
+    if isinstance(out.get("supersedes"), list):
+        known = found.get(tuple(out["supersedes"]))
+        out["supersedes"] = known.pk if known else None
+    if isinstance(out.get("contradicts"), list):
+        local = []
+        for c in out["contradicts"]:
+            ref = c.get("ref") if isinstance(c, dict) else None
+            if isinstance(ref, list) and len(ref) == 3:
+                known = found.get((ref[1], ref[2]))
+                if known is None:
+                    continue
+                c = {**c, "ref": f"proposal:{known.pk}"}
+            local.append(c)
+        out["contradicts"] = local
+    return out
+
+
 def export_records(experiment: Experiment) -> Iterator[dict[str, Any]]:
     """Every record of the experiment's archive, redacted for it, in an order import can follow."""
     redact = redactor_for(experiment)
@@ -56,9 +90,10 @@ def export_records(experiment: Experiment) -> Iterator[dict[str, Any]]:
                "source": doc.source, "author": doc.author_label or (doc.author.get_username() if doc.author else ""),
                "created_at": _when(doc.created_at)}  # fmt: skip
     proposals = list(experiment.proposals.select_related("superseded_by").order_by("pk"))
+    names = {p.pk: _name(p) for p in proposals}
     for p in proposals:
         yield {"type": "proposal", "name": _name(p), "text": redact.text(p.text), "edited_text": redact.text(p.edited_text),
-               "status": p.status, "origin": p.origin, "version": p.version, "details": redact.value(p.details),
+               "status": p.status, "origin": p.origin, "version": p.version, "details": redact.value(_portable(p.details, names)),
                "is_pinned": p.is_pinned, "valid_until": _when(p.valid_until), "retired_as": p.retired_as,
                "superseded_by": _name(p.superseded_by), "first_seen_at": _when(p.first_seen_at), "decided_at": _when(p.decided_at)}  # fmt: skip
     for f in Fact.objects.filter(proposal__in=proposals).select_related("proposal", "author").order_by("pk"):
@@ -127,7 +162,7 @@ def import_records(experiment: Experiment, records: Iterable[dict[str, Any]], *,
             if name in found:
                 summary["proposals_known"] += 1
                 continue
-            details = dict(record.get("details") or {})
+            details = _local(record.get("details") or {}, found)
             fields: dict[str, Any] = {"edited_text": record["edited_text"], "origin": record["origin"], "version": record["version"],
                                       "first_seen_at": _parse(record["first_seen_at"]) or timezone.now()}  # fmt: skip
             if restore:

@@ -123,6 +123,9 @@ def test_a_helpful_fact_is_measured_tried_retired_and_exported(tmp_path, transac
     restored = _memory_command("import", str(archive_path), "--experiment", fresh.slug, "--restore")
     assert restored["proposals"] == exported["proposal"] and restored["events"] == exported["event"]
     assert _history(fresh) == _history(experiment)
+    # Links between items travel by name, not by this database's ids.
+    restored_alpha = Proposal.objects.get(experiment=fresh, key=alpha.key)
+    assert Proposal.objects.get(experiment=fresh, key=contra.key).details["contradicts"][0]["ref"] == f"proposal:{restored_alpha.pk}"
     again = _memory_command("import", str(archive_path), "--experiment", fresh.slug, "--restore")
     assert (again["proposals"], again["events"], again["fact_versions"], again["memory_versions"]) == (0, 0, 0, 0)
     assert _history(fresh) == _history(experiment)
