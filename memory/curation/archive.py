@@ -222,7 +222,8 @@ def _restore_one(kind: Any, record: dict[str, Any], proposal_of: Any, created: s
         run = runs.get(record["run_id"])
         if run is None:
             return "skipped"
-        _, made = Exposure.objects.get_or_create(run_id=run, item=record["item"], channel=record["channel"], agent_id=record["agent_id"],
+        item = f"proposal:{proposal.pk}" if proposal is not None else record["item"]  # ids are this database's
+        _, made = Exposure.objects.get_or_create(run_id=run, item=item, channel=record["channel"], agent_id=record["agent_id"],
                                                  defaults={"proposal": proposal, "mode": record["mode"], "memory_version": record["memory_version"]})  # fmt: skip
         return "exposures" if made else "skipped"
     if proposal is None or proposal.pk not in created:

@@ -75,3 +75,24 @@ def test_restore_into_an_experiment_with_its_own_memory_adds_one_version(experim
     assert summary["memory_versions"] == 1 and memory.version == 2 and restored.status == "approved"
     assert "Our own notes." in memory.content and f"<!-- proposal:{restored.pk} v1 -->" in memory.content
     assert _command("import", str(path), "--experiment", other.slug, "--restore")["memory_versions"] == 0
+
+
+def test_restored_exposures_follow_the_run_ids_and_the_new_fact_ids(experiment, curator, tmp_path):
+    from memory.curation.models import Exposure
+    from memory.curation.prior import prior_run_block
+    from tests.factories import make_run
+
+    fact = _proposed(experiment)
+    review_proposal(proposal=fact, reviewer=curator, verdict="approve")
+    run = make_run(experiment, run_id="shared-run-1")
+    prior_run_block(experiment, run_id=run.run_id, agent_id="manager")
+    path = tmp_path / "memory.jsonl"
+    _command("export", "--experiment", experiment.slug, "--out", str(path))
+    other = make_experiment(slug="same-runs")
+    make_run(other, run_id="shared-run-1")
+    summary = _command("import", str(path), "--experiment", other.slug, "--restore")
+    restored = Proposal.objects.get(experiment=other, key=fact.key)
+    assert summary["exposures"] == 1
+    assert list(Exposure.objects.filter(run__experiment=other).values_list("item", "proposal_id", "agent_id")) == [
+        (f"proposal:{restored.pk}", restored.pk, "manager")
+    ]
