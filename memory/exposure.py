@@ -214,11 +214,26 @@ def _root_runs(experiment: Experiment) -> list[Run]:
     return list(experiment.runs.filter(parent__isnull=True).exclude(status=Run.Status.RUNNING))
 
 
+def _root_of(experiment: Experiment) -> Any:
+    """run id → the id of its root run (a sub-manager's exposure counts for the tree it belongs to)."""
+    parents = dict(experiment.runs.values_list("pk", "parent_id"))
+
+    def root(run_id: int) -> int:
+        seen = 0
+        while parents.get(run_id) is not None and seen < 100:
+            run_id, seen = parents[run_id], seen + 1
+        return run_id
+
+    return root
+
+
 def exposed_runs(experiment: Experiment) -> dict[int, set[int]]:
-    """Proposal id → the ids of the runs that carried it."""
+    """Proposal id → the ids of the root runs whose tree carried it."""
+    rows = list(Exposure.objects.filter(run__experiment=experiment, proposal__isnull=False).values_list("proposal_id", "run_id"))
+    root = _root_of(experiment) if rows else None
     carried: dict[int, set[int]] = defaultdict(set)
-    for proposal_id, run_id in Exposure.objects.filter(run__experiment=experiment, proposal__isnull=False).values_list("proposal_id", "run_id"):
-        carried[proposal_id].add(run_id)
+    for proposal_id, run_id in rows:
+        carried[proposal_id].add(root(run_id))  # type: ignore[misc]
     return carried
 
 
@@ -249,11 +264,13 @@ def fact_impacts(experiment: Experiment, *, only: list[int] | None = None, headl
 
 def pool_impacts(experiment: Experiment) -> dict[str, tuple[int, list[impact.Comparison]]]:
     """Each shared pool fact served to this experiment's runs (by its label): runs that carried it and impact."""
-    carried: dict[str, set[int]] = defaultdict(set)
-    for item, run_id in Exposure.objects.filter(run__experiment=experiment, item__startswith="pool:").values_list("item", "run_id"):
-        carried[item].add(run_id)
-    if not carried:
+    rows = list(Exposure.objects.filter(run__experiment=experiment, item__startswith="pool:").values_list("item", "run_id"))
+    if not rows:
         return {}
+    root = _root_of(experiment)
+    carried: dict[str, set[int]] = defaultdict(set)
+    for item, run_id in rows:
+        carried[item].add(root(run_id))
     runs = _root_runs(experiment)
     outcomes = run_outcomes(runs)
     result = {}

@@ -180,3 +180,17 @@ def test_answers_for_candidates_that_stay_pending_or_are_rejected(experiment, cu
     assert not FactTrial.objects.filter(proposal=waiting).exists()
     assert _post("/api/v1/facts/99999999999999999999/pin", token).status_code in (404, 422)
     assert _post(f"/api/v1/proposals/{waiting.pk}/trial", token, {"runs": 1}).status_code == 422
+
+
+def test_a_sub_managers_exposure_counts_for_its_root_run(experiment, curator):
+    from memory.curation.prior import prior_run_block
+    from memory.exposure import exposed_runs
+
+    fact = _proposed(experiment)
+    review_proposal(proposal=fact, reviewer=curator, verdict="approve")
+    root = make_run(experiment)
+    child = make_run(experiment, parent=root, depth=1)
+    grandchild = make_run(experiment, parent=child, depth=2)
+    prior_run_block(experiment, run_id=grandchild.run_id, agent_id="sub_worker")
+    assert Exposure.objects.get(proposal=fact).run_id == grandchild.pk
+    assert exposed_runs(experiment)[fact.pk] == {root.pk}
