@@ -59,6 +59,8 @@ def withheld_for_run(experiment: Experiment, run: Run | None) -> set[int]:
     """Proposal ids of facts on trial that this run's arm withholds (a run without id gets every fact)."""
     if run is None:
         return set()
+    while run.parent_id is not None:  # one arm per run tree: a sub-manager gets its root's arm
+        run = Run.objects.get(pk=run.parent_id)
     withheld = set()
     for trial in _running_trials(experiment, measured=True):
         if trial.status == FactTrial.Status.MEASURED:

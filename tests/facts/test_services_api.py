@@ -194,3 +194,16 @@ def test_a_sub_managers_exposure_counts_for_its_root_run(experiment, curator):
     prior_run_block(experiment, run_id=grandchild.run_id, agent_id="sub_worker")
     assert Exposure.objects.get(proposal=fact).run_id == grandchild.pk
     assert exposed_runs(experiment)[fact.pk] == {root.pk}
+
+
+def test_a_sub_manager_gets_its_roots_trial_arm(experiment, curator):
+    from memory.curation.prior import prior_run_block
+
+    fact = _proposed(experiment)
+    lifecycle.approve_on_trial(proposal=fact, reviewer=curator, runs=4)
+    first, second = make_run(experiment), make_run(experiment)
+    assert FACT in prior_run_block(experiment, run_id=first.run_id)
+    assert FACT not in prior_run_block(experiment, run_id=second.run_id)
+    child = make_run(experiment, parent=second, depth=1)
+    assert FACT not in prior_run_block(experiment, run_id=child.run_id)  # the root's arm, not a new one
+    assert fact.trials.get().arms.count() == 2
