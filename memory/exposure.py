@@ -21,6 +21,9 @@ from memory.curation.models import Exposure, FactTrial, Proposal, TrialArm, Writ
 from memory.curation.render import marked_proposals, one_line
 
 
+MIN_MATCH_CHARS = 12
+
+
 def run_named(experiment: Experiment, run_id: str) -> Run | None:
     """The experiment's run with the runtime's id `run_id` (None for an unknown or empty id)."""
     return Run.objects.filter(experiment=experiment, run_id=run_id).first() if run_id else None
@@ -100,7 +103,9 @@ def items_in(experiment: Experiment, text: str) -> list[tuple[str, int | None]]:
     found: list[tuple[str, int | None]] = []
     facts = Proposal.objects.filter(experiment=experiment, kind=Proposal.Kind.FACT).exclude(status=Proposal.Status.PENDING)
     for pk, original, edited in facts.values_list("pk", "text", "edited_text"):
-        if pk in marked or one_line(edited or original) in flat:
+        text = one_line(edited or original)
+        # A MEMORY.md line names its proposal; elsewhere the fact's text must stand whole (and not be a mere word).
+        if pk in marked or (len(text) >= MIN_MATCH_CHARS and text in flat):
             found.append((f"proposal:{pk}", pk))
     from pool.shared import subscribed_facts
 
