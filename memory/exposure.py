@@ -20,7 +20,6 @@ from memory import impact
 from memory.curation.models import Exposure, FactTrial, Proposal, TrialArm, WritebackAttempt
 from memory.curation.render import marked_proposals, one_line
 
-
 MIN_MATCH_CHARS = 12
 
 
