@@ -289,7 +289,7 @@ def pool_impacts(experiment: Experiment) -> dict[str, tuple[int, list[impact.Com
 def trial_impact(trial: FactTrial) -> list[impact.Comparison]:
     """The trial's own comparison: its runs given the fact against its runs that were not."""
     arms = list(trial.arms.filter(run__isnull=False).select_related("run"))
-    outcomes = run_outcomes([arm.run for arm in arms])
+    outcomes = run_outcomes([arm.run for arm in arms if arm.run is not None])
     with_values = [outcomes[a.run_id] for a in arms if a.carried and a.run_id in outcomes]
     without_values = [outcomes[a.run_id] for a in arms if not a.carried and a.run_id in outcomes]
     return impact.compare_all(with_values, without_values, seed=trial.seed)

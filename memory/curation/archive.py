@@ -137,7 +137,7 @@ def import_records(experiment: Experiment, records: Iterable[dict[str, Any]], *,
     found = {(p.kind, p.key): p for p in experiment.proposals.all()}
     fresh_memory = not experiment.memory_documents.exists()
     source = ""
-    links: list[tuple[Proposal, list[str]]] = []
+    links: list[tuple[Proposal, Any]] = []
     created: set[int] = set()
 
     def proposal_of(name: Any) -> Proposal | None:
@@ -158,7 +158,7 @@ def import_records(experiment: Experiment, records: Iterable[dict[str, Any]], *,
             else:
                 summary["skipped"] += 1
         elif kind == "proposal":
-            name = tuple(record["name"])
+            name: tuple[str, str] = (str(record["name"][0]), str(record["name"][1]))
             if name in found:
                 summary["proposals_known"] += 1
                 continue
@@ -171,16 +171,16 @@ def import_records(experiment: Experiment, records: Iterable[dict[str, Any]], *,
             else:
                 details["imported"] = {"from": source, "status": record["status"], "retired_as": record["retired_as"]}
             proposal = Proposal.objects.create(experiment=experiment, kind=name[0], key=name[1], text=record["text"], details=details, **fields)
-            found[name] = proposal  # type: ignore[index]
+            found[name] = proposal
             created.add(proposal.pk)
             if restore and record.get("superseded_by"):
                 links.append((proposal, record["superseded_by"]))
             summary["proposals"] += 1
         elif kind == "evidence":
-            proposal = proposal_of(record["proposal"])
-            if proposal is None:
+            owner = proposal_of(record["proposal"])
+            if owner is None:
                 continue
-            _, made = Evidence.objects.get_or_create(proposal=proposal, ref=record["ref"][:400], defaults={
+            _, made = Evidence.objects.get_or_create(proposal=owner, ref=record["ref"][:400], defaults={
                 "digest_sha": record["digest_sha"], "run_id": runs.get(record["run_id"]), "run_ref": record["run_id"][:200],
                 "iteration": record["iteration"], "note": record["note"][:300]})  # fmt: skip
             summary["evidence"] += made
@@ -188,8 +188,8 @@ def import_records(experiment: Experiment, records: Iterable[dict[str, Any]], *,
             summary["skipped"] += 1
         else:
             summary[_restore_one(kind, record, proposal_of, created, users, runs)] += 1
-    for proposal, name in links:
-        proposal.superseded_by = proposal_of(name)
+    for proposal, target in links:
+        proposal.superseded_by = proposal_of(target)
         proposal.save(update_fields=["superseded_by"])
     if restore and not fresh_memory:
         summary["memory_versions"] += _add_restored_lines(experiment, [p for p in found.values() if p.pk in created])
