@@ -121,3 +121,11 @@ def test_a_secret_in_a_fact_is_masked_on_every_facts_surface(experiment, curator
     ]
     assert all("deploy with password" in body for body in bodies)
     assert not any(secret in body for body in bodies)
+
+
+def test_the_facts_subtab_answers_its_partial_to_an_htmx_tab_switch(experiment, viewer):
+    client = _client(viewer)
+    full = client.get(f"/experiments/{experiment.slug}/memory/facts/").content.decode()
+    partial = client.get(f"/experiments/{experiment.slug}/memory/facts/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="tab").content.decode()
+    assert "<html" in full and "<html" not in partial
+    assert 'id="facts-panel"' in partial and 'class="active">Facts</a>' in partial
