@@ -28,6 +28,8 @@ GAMMA = "FACT_GAMMA: 42 is pronic."
 # The fact helps: workers given it report 0.85-0.95, the others 0.40-0.50 (deterministic, cycled).
 BOOST = (MARKER, [0.9, 0.95, 0.85], [0.45, 0.5, 0.4])
 TRIAL_RUNS = 6  # 3 runs per arm: the fewest for which impact.MIN_RUNS gives a measured interval per arm
+CONTRA_RUN = 4  # a trial run given the fact (alternate arms: 0, 2, 4)
+# 8 real runs in all: the first (proposes the fact), 6 trial runs, one after retiring it.
 
 
 def _import(path, slug: str) -> dict:
@@ -62,8 +64,11 @@ def test_a_helpful_fact_is_measured_tried_retired_and_exported(tmp_path, transac
         trial = lifecycle.approve_on_trial(proposal=alpha, reviewer=curator, runs=TRIAL_RUNS, reason="try it")
         assert trial is not None and ALPHA in (workflow / "workspace" / "MEMORY.md").read_text()
         arms = []
-        for _ in range(TRIAL_RUNS):
-            run, prompt = _one_run(workflow, llm, experiment.slug, Script(iterations=1, facts=[GAMMA], boost=BOOST))
+        for index in range(TRIAL_RUNS):
+            script = Script(iterations=1, facts=[GAMMA], boost=BOOST)
+            if index == CONTRA_RUN:  # its workers (given the fact) also report a fact that contradicts it
+                script = Script(iterations=2, facts=[CONTRA], boost=BOOST)
+            run, prompt = _one_run(workflow, llm, experiment.slug, script)
             arms.append((run, MARKER in prompt))
         # The prompts the fake received prove the arms: given, withheld, given, ... and nothing leaked across.
         assert [given for _, given in arms] == [True, False] * (TRIAL_RUNS // 2)
@@ -77,18 +82,16 @@ def test_a_helpful_fact_is_measured_tried_retired_and_exported(tmp_path, transac
             assert effects[metric].low > 0 and (effects[metric].n_with, effects[metric].n_without) == (3, 3)
 
         lifecycle.decide_trial(trial=trial, actor=curator, keep=True, reason="it helps")
-        # A run after the decision carries the fact, and its workers report a fact that contradicts it.
-        contra_run, prompt = _one_run(workflow, llm, experiment.slug, Script(iterations=2, facts=[CONTRA], boost=BOOST))
-        assert MARKER in prompt
 
+        # The runs after the promotion that were given the fact are listed as exposed (inferred from write-back).
         exposed = set(Exposure.objects.filter(proposal=alpha).values_list("run_id", flat=True))
-        assert exposed == {run.pk for run, given in arms if given} | {contra_run.pk}
+        assert exposed == {run.pk for run, given in arms if given}
         assert set(Exposure.objects.filter(proposal=alpha).values_list("mode", flat=True)) == {"inferred"}
         assert first.pk not in exposed
         comparisons = {c.metric: c for c in fact_impacts(experiment)[alpha.pk]}
         for metric in ("eval_score", "confidence"):
             assert comparisons[metric].diff > 0 and comparisons[metric].low > 0
-            assert (comparisons[metric].n_with, comparisons[metric].n_without) == (4, 4)
+            assert (comparisons[metric].n_with, comparisons[metric].n_without) == (3, 4)  # run 0 never had it
 
         # The contradicting candidate is flagged beside the fact, never resolved silently.
         contra = Proposal.objects.get(experiment=experiment, kind="fact", text__contains="42 is odd")
