@@ -299,7 +299,10 @@ def _scored_in_sql(reading: _Reading, *, lo: int | None, hi: int, words_before: 
     keyword = (f"CASE WHEN s.words && %(q)s::text[] THEN ({shared})::float8 / (cardinality(s.words) + %(nq)s - ({shared})) "
                "ELSE 0 END")  # fmt: skip
     semantic = reading.semantic
-    relevance = f"coalesce(greatest(0, 1 - (c.embedding <=> %(vec)s::vector))::float8, {keyword})" if semantic else keyword
+    # An episode with no vector yet (LEFT JOIN gives NULL) falls back to keyword relevance, as the pure reference
+    # does. Not coalesce(greatest(0, …)): Postgres' greatest ignores NULL, so that reads 0 for every such episode.
+    relevance = (f"CASE WHEN c.embedding IS NULL THEN ({keyword}) "
+                 "ELSE greatest(0, 1 - (c.embedding <=> %(vec)s::vector))::float8 END") if semantic else keyword  # fmt: skip
     chunk = ("LEFT JOIN memory_memorychunk c ON c.experiment_id = %(exp)s AND c.ref_key = s.key "
              "AND c.model_name = %(model)s AND c.embedding IS NOT NULL") if semantic else ""  # fmt: skip
     union = "\n            UNION ALL\n            ".join(parts)
