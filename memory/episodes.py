@@ -97,9 +97,32 @@ def project_episodes(run: Run, events: list[Event], ctx: ProjectionContext) -> N
             occurred_at=event.occurred_at or event.recorded_at,
         ))  # fmt: skip
     Episode.objects.bulk_create(rows, ignore_conflicts=True)
+    _index_outputs(run, [(row, fields) for row, (_, (_, fields)) in zip(rows, picked, strict=True)])
     from memory.reflection import schedule_due_reflections
 
     schedule_due_reflections(experiment)
+
+
+def _index_outputs(run: Run, rows: list[tuple[Episode, dict[str, Any]]]) -> None:
+    """A DAG step's or a board post's output is an agent's result, as a worker result is: it goes to the episodic
+    tier too (search by agent, the semantic join of recall by key), so the Episodic tab, `agent_filter` search
+    and recall agree on what an agent produced. worker.complete results are indexed by `log_worker_result`."""
+    from memory.chunks import upsert_chunk  # memory.chunks → services import this module's neighbours
+    from memory.models import MemoryChunk
+    from memory.working import summarize_result
+
+    for row, fields in rows:
+        if row.kind not in recall.OUTPUT_KINDS or row.kind == "worker.complete" or not row.agent_id:
+            continue
+        content = summarize_result(redact_for(run.experiment, fields))
+        if not content:
+            continue
+        step = f"step {row.turn}" if row.kind == "state.snapshot" else f"board turn {row.turn}"
+        upsert_chunk(
+            experiment=run.experiment, tier=MemoryChunk.Tier.EPISODIC, ref_key=row.key,
+            source=f"run {run.run_id} · {step} · {row.agent_id}", content=content, agent_id=row.agent_id,
+            occurred_at=row.occurred_at,
+        )  # fmt: skip
 
 
 def turn_clock(experiment: Experiment) -> tuple[dict[int, tuple[str, int]], int]:
