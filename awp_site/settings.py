@@ -52,7 +52,6 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
-    "ninja",  # its Swagger UI assets are served from static/: /api/v1/docs works offline, under the CSP
     "experiments",
     "state",
     "memory",
