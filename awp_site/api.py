@@ -39,10 +39,7 @@ api = NinjaAPI(
 
 @api.exception_handler(ApiError)
 def on_api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
-    response = api.create_response(request, exc.body(), status=exc.status)
-    if "retry_after" in exc.extra:  # 429 and 503 say when to come back, in the header clients read
-        response["Retry-After"] = str(exc.extra["retry_after"])
-    return response
+    return api.create_response(request, exc.body(), status=exc.status)
 
 
 @api.exception_handler(ValidationError)

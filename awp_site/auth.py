@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import APIKeyCookie, HttpBearer
@@ -41,12 +40,12 @@ class Caller:
 
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
+        client = request.META.get("REMOTE_ADDR", "?")
+        check_rate(f"token-auth:{client}", limit=600, per_seconds=60)
         found = ApiToken.find_active(token)
         if found is None:
-            client = request.META.get("REMOTE_ADDR", "?")
-            check_rate(f"token-auth-fail:{client}", limit=settings.AWP_RATE_LIMIT_AUTH_FAILURES)
+            check_rate(f"token-auth-fail:{client}", limit=30, per_seconds=60)
             return None
-        check_rate(f"token:{found.pk}", limit=settings.AWP_RATE_LIMIT_TOKEN)
         now = timezone.now()
         if found.last_used_at is None or now - found.last_used_at > timedelta(seconds=30):
             ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)

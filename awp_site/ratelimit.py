@@ -32,10 +32,8 @@ def hit(key: str, *, limit: int, per_seconds: int) -> int | None:
     return None
 
 
-def check_rate(key: str, *, limit: int, per_seconds: int = 60) -> None:
-    """Raise a 429 ApiError (with Retry-After) when key is over its limit; a limit of 0 or less is off."""
-    if limit <= 0:
-        return
+def check_rate(key: str, *, limit: int, per_seconds: int) -> None:
+    """Raise a 429 ApiError when key is over its limit."""
     wait = hit(key, limit=limit, per_seconds=per_seconds)
     if wait is not None:
         raise ApiError(429, "rate_limited", f"Too many requests; try again in {wait} s.", retry_after=wait)

@@ -170,12 +170,6 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AWP_MAX_BODY_BYTES", str(32 * 
 
 # Product knobs.
 AWP_INGEST_MAX_BATCH = int(os.environ.get("AWP_INGEST_MAX_BATCH", "5000"))
-# Rate limits (per minute; 0 turns one off). Valid tokens are limited per token, not per client address, so a
-# team behind one NAT or one busy pusher is not throttled by its neighbours; failed token and login attempts
-# are limited per address (guessing). Counted in Django's cache: per process, shared once REDIS_URL is set.
-AWP_RATE_LIMIT_TOKEN = int(os.environ.get("AWP_RATE_LIMIT_TOKEN", "12000"))
-AWP_RATE_LIMIT_AUTH_FAILURES = int(os.environ.get("AWP_RATE_LIMIT_AUTH_FAILURES", "30"))
-AWP_RATE_LIMIT_LOGIN = int(os.environ.get("AWP_RATE_LIMIT_LOGIN", "20"))
 AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
 AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))

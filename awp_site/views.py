@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -44,9 +43,8 @@ class RateLimitedLoginView(auth_views.LoginView):
     def post(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
         client = request.META.get("REMOTE_ADDR", "?")
         username = (request.POST.get("username") or "").lower()[:150]
-        limit = settings.AWP_RATE_LIMIT_LOGIN
-        waits = [hit(f"login-ip:{client}", limit=limit, per_seconds=60), hit(f"login-user:{username}", limit=max(1, limit // 2), per_seconds=60)]
-        wait = max((w for w in waits if w is not None), default=None) if limit > 0 else None
+        waits = [hit(f"login-ip:{client}", limit=20, per_seconds=60), hit(f"login-user:{username}", limit=10, per_seconds=60)]
+        wait = max((w for w in waits if w is not None), default=None)
         if wait is not None:
             response = self.render_to_response(
                 self.get_context_data(form=self.get_form(), rate_limited=wait), status=429

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from ninja import Router, Schema
 from ninja.security import HttpBearer
@@ -23,12 +22,11 @@ class ParticipantBearer(HttpBearer):
     """A participant's bearer token (`awp_claw create` prints it); only its SHA-256 is stored."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Participant | None:
+        client = request.META.get("REMOTE_ADDR", "?")
+        check_rate(f"claw-auth:{client}", limit=600, per_seconds=60)
         found = Participant.objects.filter(hashed_secret=hash_secret(token)).first()
         if found is None:
-            client = request.META.get("REMOTE_ADDR", "?")
-            check_rate(f"claw-auth-fail:{client}", limit=settings.AWP_RATE_LIMIT_AUTH_FAILURES)
-        else:
-            check_rate(f"claw:{found.pk}", limit=settings.AWP_RATE_LIMIT_TOKEN)
+            check_rate(f"claw-auth-fail:{client}", limit=30, per_seconds=60)
         return found
 
 
