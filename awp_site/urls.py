@@ -7,7 +7,6 @@ from awp_site.api import api
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
-    path("status/", views.status, name="status"),
     path("login/", views.RateLimitedLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -444,22 +444,3 @@ def from_row(model: Any, fields: Any, values: tuple[Any, ...]) -> Any:
     """
     converted = [field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value for field, value in zip(fields, values, strict=True)]
     return model.from_db(connection.alias, [field.attname for field in fields], converted)
-
-
-class WatcherHeartbeat(models.Model):
-    """What a folder watcher last did (one row per watched folder, written after each pass): the health page's
-    source for "is my folder being followed, and how far behind is it"."""
-
-    folder = models.CharField(max_length=1000, unique=True)
-    experiment_slug = models.CharField(max_length=100, blank=True, help_text="the experiment it imports into, if fixed")
-    host = models.CharField(max_length=200, blank=True)
-    pid = models.IntegerField(default=0)
-    mode = models.CharField(max_length=16, blank=True, help_text="notify or poll")
-    last_pass_at = models.DateTimeField(null=True, blank=True)
-    lag_seconds = models.FloatField(default=0, help_text="from the change being seen to the pass that committed it")
-    new_events = models.IntegerField(default=0, help_text="events the last pass added")
-    failures = models.IntegerField(default=0, help_text="consecutive failed passes")
-    last_error = models.CharField(max_length=500, blank=True)
-
-    def __str__(self) -> str:
-        return f"watcher of {self.folder}"

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from django.conf import settings
 from django.db import close_old_connections, connection
-from django.utils import timezone
 
 from experiments.folder_changes import FolderChanges, mode_for
 from experiments.importer import FolderImporter
@@ -148,16 +144,13 @@ def watch_folders(
                     importers[folder] = FolderImporter(folder, experiment_slug=experiment_slug, source="watcher", final=False)
                 try:
                     stats = importers[folder].sync()
-                except Exception as error:  # a bad pass must not kill the watcher; the next pass retries from the cursors
+                except Exception:  # a bad pass must not kill the watcher; the next pass retries from the cursors
                     log.exception("watch pass failed for %s", folder)
                     close_old_connections()
                     # Retry after 1, 2, 4 … 30 s: a lasting failure (schema not migrated) must not spin.
                     failures[folder] = failures.get(folder, 0) + 1
                     not_before[folder] = time.monotonic() + min(RETRY_MAX_SECONDS, 2.0 ** (failures[folder] - 1))
-                    _heartbeat(folder, experiment_slug, changes.mode, lag=time.monotonic() - now, new_events=0,
-                               failures=failures[folder], error=f"{type(error).__name__}: {error}")  # fmt: skip
                     continue
-                _heartbeat(folder, experiment_slug, changes.mode, lag=time.monotonic() - now, new_events=stats.new_events)
                 failures.pop(folder, None)
                 not_before.pop(folder, None)
                 dirty.discard(folder)
@@ -170,25 +163,3 @@ def watch_folders(
     finally:
         changes.close()
         locks.close()
-
-
-def _heartbeat(folder: Path, slug: str | None, mode: str, *, lag: float, new_events: int, failures: int = 0, error: str = "") -> None:
-    """Record the pass on the folder's heartbeat row (the health page reads it); never fails the watcher."""
-    from experiments.models import WatcherHeartbeat
-
-    try:
-        WatcherHeartbeat.objects.update_or_create(folder=str(folder), defaults={
-            "experiment_slug": slug or "", "host": socket.gethostname()[:200], "pid": os.getpid(), "mode": mode,
-            "last_pass_at": timezone.now(), "lag_seconds": round(lag, 3), "new_events": new_events,
-            "failures": failures, "last_error": _masked(error)[:500],
-        })  # fmt: skip
-    except Exception:  # the database may be what failed the pass
-        log.warning("could not record the watcher heartbeat of %s", folder)
-        close_old_connections()
-
-
-def _masked(text: str) -> str:
-    """An error message as the status page may show it: key and pattern masks (no experiment in scope)."""
-    from state.redaction import redact_text, sensitive_set
-
-    return redact_text(text, sensitive_set(getattr(settings, "AWP_SENSITIVE_FIELDS", ["password", "token"])))

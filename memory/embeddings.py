@@ -95,16 +95,8 @@ def socket_key() -> bytes:
     return hmac.new(str(settings.SECRET_KEY).encode(), b"awp-embed-socket", hashlib.sha256).digest()
 
 
-class EmbedderUnavailable(RuntimeError):
-    """The embedding worker of this deployment is stopped: semantic work waits for it (a clear message, not a
-    silent second copy of the model in a web process)."""
-
-
 def _ask_worker(texts: list[str]) -> np.ndarray | None:
-    """Vectors from the process that holds the model, or None when there is no worker (a CLI, a test).
-
-    A socket that is there but does not answer is a worker that stopped: EmbedderUnavailable.
-    """
+    """Vectors from the process that holds the model, or None when none answers."""
     path = socket_path()
     if _serving or not path.exists():
         return None
@@ -113,30 +105,10 @@ def _ask_worker(texts: list[str]) -> np.ndarray | None:
             conn.send_bytes(json.dumps(texts).encode())
             data = conn.recv_bytes()
     except (OSError, EOFError, ValueError, AuthenticationError) as error:
-        log.warning("embedding worker did not answer (%s)", error)
-        raise EmbedderUnavailable(
-            "The embedding worker is not answering, so semantic search is paused. Restart it with "
-            "`python manage.py awp_embed --loop` (`make run` starts it); keyword search works meanwhile."
-        ) from error
+        # A stale socket of a stopped worker, or one being restarted: embed here instead.
+        log.info("embedding worker did not answer (%s); loading the model in this process", error)
+        return None
     return np.frombuffer(data, dtype=np.float32).reshape(len(texts), DIMENSIONS)
-
-
-def worker_status() -> str:
-    """`answering`, `not answering` (a stopped worker left its socket) or `not running` (none was started)."""
-    if _serving:
-        return "answering"
-    if not socket_path().exists():
-        return "not running"
-    try:
-        _ask_worker([])
-    except EmbedderUnavailable:
-        return "not answering"
-    return "answering"
-
-
-def model_loaded_here() -> bool:
-    """Whether this process holds the model (the worker does; a web process should not)."""
-    return _model is not None
 
 
 def embed_texts(texts: list[str], *, batch_size: int = 32) -> list[list[float]]:

@@ -388,8 +388,8 @@ def semantic_query_vector(experiment: Experiment, query: str) -> str | None:
             return None
     try:
         return vector_literal(embeddings.embed_query(query))
-    except (embeddings.EmbedderDisabled, embeddings.EmbedderUnavailable):
-        return None  # recall is a block for an agent: with the worker stopped it ranks by words (logged)
+    except embeddings.EmbedderDisabled:
+        return None
 
 
 def recall_agents(experiment: Experiment) -> list[str]:

@@ -216,10 +216,7 @@ def vector_literal(vector: list[float]) -> str:
 
 
 def _semantic(experiment: Experiment, request: SearchRequest) -> SearchResult:
-    try:
-        vector = vector_literal(embeddings.embed_query(request.query))
-    except embeddings.EmbedderUnavailable as stopped:
-        raise SearchRefused(503, "embedding_unavailable", str(stopped)) from stopped
+    vector = vector_literal(embeddings.embed_query(request.query))
     model = embeddings.current_model_name()
     clauses, params = _filters(experiment, request)
     clauses += ["c.model_name = %s", "c.embedding IS NOT NULL"]
