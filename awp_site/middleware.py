@@ -122,11 +122,20 @@ class RedactionNet:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not getattr(request, "awp_redaction_scope", None) or response.streaming:
+        if not getattr(request, "awp_redaction_scope", None):
+            return response
+        from state.services_redaction import mask_response_headers, mask_response_text, stream_known_secrets
+
+        mask_response_headers(request, response)
+        if response.streaming:
+            # Every streamed answer (exports, any StreamingHttpResponse, whatever its type) passes the same value
+            # masks chunk by chunk, with a carry-over for a secret split across two chunks (state.streams).
+            known = stream_known_secrets(request)
+            if known:
+                _mask_stream(response, known)
             return response
         if not response.get("Content-Type", "").startswith(self.MASKED_TYPES):
             return response
-        from state.services_redaction import mask_response_text
 
         charset = response.charset or "utf-8"
         body = response.content.decode(charset, errors="surrogateescape")
@@ -136,3 +145,16 @@ class RedactionNet:
             if response.has_header("Content-Length"):
                 response["Content-Length"] = str(len(response.content))
         return response
+
+
+def _mask_stream(response: HttpResponse, known: object) -> None:
+    from state.streams import amask_chunks, mask_chunks
+
+    charset = response.charset or "utf-8"
+    source = response.streaming_content  # type: ignore[attr-defined]
+    if response.is_async:  # type: ignore[attr-defined]
+        response.streaming_content = amask_chunks(source, known, charset)  # type: ignore[attr-defined, arg-type]
+    else:
+        response.streaming_content = mask_chunks(source, known, charset)  # type: ignore[attr-defined, arg-type]
+    if response.has_header("Content-Length"):
+        del response["Content-Length"]  # masking changes the length
