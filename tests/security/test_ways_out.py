@@ -109,3 +109,29 @@ def test_no_page_fragment_or_api_answer_shows_a_label_secret_or_a_slug_of_it(vie
     bodies = {**seen.bodies, **api_bodies(client, experiment)}
     leaked = {url: leaks(body) for url, body in bodies.items() if leaks(body)}
     assert not leaked, leaked
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_any_streamed_answer_passes_the_net_with_a_secret_split_across_chunks(is_async: bool) -> None:
+    from django.http import StreamingHttpResponse
+    from django.test import RequestFactory
+
+    from awp_site.middleware import RedactionNet
+    from state.services_redaction import mark_in_scope
+
+    experiment = make_experiment()
+    planted_run(experiment)
+    pieces = [b"<p>kind ", KIND[:5].encode(), KIND[5:].encode() + b" and ", json.dumps(AGENT).encode()[:4], json.dumps(AGENT).encode()[4:], b"</p>"]
+
+    async def agen():  # type: ignore[no-untyped-def]
+        for piece in pieces:
+            yield piece
+
+    def view(request):  # type: ignore[no-untyped-def]
+        mark_in_scope(request, experiment)
+        return StreamingHttpResponse(agen() if is_async else iter(pieces), content_type="application/octet-stream")
+
+    response = RedactionNet(view)(RequestFactory().get("/any"))
+    assert response.is_async is is_async
+    body = body_of(response).decode()
+    assert body == '<p>kind [redacted] and "[redacted]"</p>'
