@@ -99,24 +99,16 @@ def mask_response_text(request: Any, body: str) -> str:
     return body
 
 
-def stream_known_secrets(request: Any) -> KnownSecrets:
-    """One matcher (escaped forms too) over the known secrets of every experiment a streamed answer reads."""
+def net_known_secrets(request: Any) -> KnownSecrets:
+    """One matcher (escaped forms too) over the known secrets of every experiment an answer reads (the net's,
+    for whole bodies, streamed bodies, headers and the access-log line); empty for an audited reveal."""
     if getattr(request, "awp_revealed", False):
         return KnownSecrets.empty()
+    scoped = list(getattr(request, "awp_redaction_scope", {}).values())
+    if len(scoped) == 1:
+        return known_secrets_for(scoped[0].pk, escaped=True)  # compiled once per process and change
     values: set[str] = set()
-    for experiment in getattr(request, "awp_redaction_scope", {}).values():
+    for experiment in scoped:
         values |= known_secrets_for(experiment.pk).values
     return KnownSecrets.of(values, escaped=True)
 
-
-# Headers a view derives from the data (an export's file name from the run id, a redirect to a run's page).
-MASKED_HEADERS = ("Content-Disposition", "Location", "HX-Redirect", "HX-Location", "HX-Push-Url", "HX-Trigger")
-
-
-def mask_response_headers(request: Any, response: Any) -> None:
-    """Headers that carry data (a file name, a URL) masked like the body."""
-    if getattr(request, "awp_revealed", False):
-        return
-    for name in MASKED_HEADERS:
-        if response.has_header(name):
-            response[name] = mask_response_text(request, response[name])
