@@ -107,9 +107,10 @@ def mask_record(record: logging.LogRecord) -> logging.LogRecord:
             return record
         trace = record.exc_text or ("".join(traceback.format_exception(*record.exc_info)).rstrip("\n") if record.exc_info and record.exc_info[0] else "")
         masked_message, masked_trace, masked_stack = mask_log_parts([message, trace, record.stack_info or ""])
-        record.msg, record.args = masked_message, None
+        if masked_message != message:
+            record.msg, record.args = masked_message, None
         if trace:
-            record.exc_text = masked_trace  # formatters print exc_text when it is set
+            record.exc_text = masked_trace  # formatters print exc_text when it is set (and never format it again)
         if record.stack_info:
             record.stack_info = masked_stack
         record.awp_masked = True

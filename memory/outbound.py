@@ -148,3 +148,27 @@ def send_chat(experiment: Experiment, messages: list[dict[str, str]]) -> str:
     except (KeyError, IndexError, TypeError):
         raise EndpointFailed("The chat endpoint's answer has no choices[0].message.content.") from None
     return inbound_text(experiment, answer)
+
+
+# -- secrets learnt later ----------------------------------------------------------------------------------------
+
+
+def remask_stored_prompts(experiment_id: int, values: list[str]) -> None:
+    """A secret learnt after a prompt was stored (on_new_secrets): stored prompts, answers and beliefs that hold it
+    are masked again, so what was kept of an outbound call never shows it (what left, left masked as it was then)."""
+    from django.db.models import Q
+
+    from memory.models import Reflection
+
+    forms = {form for value in values for form in (value, json.dumps(value)[1:-1])}
+    holds = Q()
+    for form in forms:
+        holds |= Q(belief__contains=form) | Q(answer__contains=form) | Q(error__contains=form) | Q(prompt__icontains=form)
+    rows = list(Reflection.objects.filter(holds, experiment_id=experiment_id)) if forms else []
+    if not rows:
+        return
+    redactor = redactor_for(rows[0].experiment)
+    for row in rows:
+        row.prompt = [{**m, "content": redactor.text(str(m.get("content") or ""))} for m in row.prompt or []]
+        row.belief, row.answer, row.error = redactor.text(row.belief), redactor.text(row.answer), redactor.text(row.error)
+        row.save(update_fields=["prompt", "belief", "answer", "error"])

@@ -192,3 +192,20 @@ def test_only_the_outbound_module_opens_connections_to_the_chat_endpoint() -> No
     # The push client (awp_site/client.py) talks to this dashboard's own ingest API, never to a third party.
     connecting = {str(p.relative_to(ROOT)) for p in modules if HTTP_CLIENTS.search(p.read_text())}
     assert connecting == {"memory/outbound.py", "awp_site/client.py"}, connecting
+
+
+def test_a_secret_learnt_after_a_call_is_masked_in_the_stored_prompt_and_answer(llm, settings) -> None:  # type: ignore[no-untyped-def]
+    from state.secrets import learn_secrets
+
+    settings.LLM_BASE_URL = llm.url
+    experiment = Experiment.objects.create(slug=f"outbound-{next(_slugs)}", name="outbound", protocol=PROTOCOL)
+    later = "learnt-after-the-call-4Vb"
+    append_events(make_run(experiment), [EventIn(kind="worker.complete", dedupe_key="w", agent_id="writer", iteration=1,
+                                                 payload={"worker_id": "writer", "summary": f"uses {later} daily"})])  # fmt: skip
+    reflect_experiment(experiment=experiment, agent_id="writer", force=True)
+    stored = Reflection.objects.get(experiment=experiment)
+    assert later in json.dumps(stored.prompt) and later in stored.belief  # not a secret when it was sent
+    learn_secrets(experiment_id=experiment.pk, values=[later])
+    stored.refresh_from_db()
+    assert later not in json.dumps(stored.prompt) + stored.belief + stored.answer
+    assert "[redacted]" in stored.belief
