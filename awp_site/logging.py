@@ -44,8 +44,10 @@ def reset_scope(token: contextvars.Token[Any]) -> None:
     _request.reset(token)
 
 
-def mask_log_parts(parts: list[str]) -> list[str]:
-    """The parts of one log record (message, traceback, stack), masked together; the one log way out."""
+def mask_log_parts(parts: list[str], *, scan_body: bool = True) -> list[str]:
+    """The parts of one log record (message, traceback, stack), masked together; the one log way out.
+
+    scan_body=False skips the detector over the request's body (a one-line 4xx warning quotes no payload)."""
     from state.detection import detect_secrets
     from state.redaction import KnownSecrets, redact_text, sensitive_set
 
@@ -53,7 +55,7 @@ def mask_log_parts(parts: list[str]) -> list[str]:
     values: set[str] = set()
     request = _request.get()
     if request is not None:
-        extra_names, values = _request_secrets(request)
+        extra_names, values = _request_secrets(request, scan_body=scan_body)
         names += extra_names
     sensitive = sensitive_set(names)
     values |= detect_secrets("\n".join(parts), sensitive)
@@ -61,8 +63,8 @@ def mask_log_parts(parts: list[str]) -> list[str]:
     return [redact_text(part, sensitive, known) if part else part for part in parts]
 
 
-def _request_secrets(request: Any) -> tuple[list[str], set[str]]:
-    """Sensitive names and secrets of the request in scope: its experiments' and its body's."""
+def _request_secrets(request: Any, *, scan_body: bool) -> tuple[list[str], set[str]]:
+    """Sensitive names and secrets of the request in scope: its experiments' and its body's (scanned once)."""
     from state.detection import detect_secrets
     from state.redaction import sensitive_set
 
@@ -79,13 +81,15 @@ def _request_secrets(request: Any) -> tuple[list[str], set[str]]:
             values |= known_secrets_for(experiment.pk).values
         except Exception:  # noqa: BLE001 - a broken transaction or an async context: the cached matcher then
             values |= _cached_values(experiment.pk)
-    try:
-        body = request.body[:MAX_BODY].decode("utf-8", errors="replace")
-    except Exception:  # noqa: BLE001 - a body read as a stream is gone; key and pattern masks remain
-        body = ""
-    if body:
-        values |= detect_secrets(body, sensitive_set([*getattr(settings, "AWP_SENSITIVE_FIELDS", []), *names]))
-    return names, values
+    found = getattr(request, "awp_body_secrets", None)
+    if found is None and scan_body:
+        try:
+            body = request.body[:MAX_BODY].decode("utf-8", errors="replace")
+        except Exception:  # noqa: BLE001 - a body read as a stream is gone; key and pattern masks remain
+            body = ""
+        found = detect_secrets(body, sensitive_set([*getattr(settings, "AWP_SENSITIVE_FIELDS", []), *names])) if body else set()
+        request.awp_body_secrets = found
+    return names, values | (found or set())
 
 
 def _cached_values(experiment_id: int) -> frozenset[str]:
@@ -106,7 +110,9 @@ def mask_record(record: logging.LogRecord) -> logging.LogRecord:
         except Exception:  # noqa: BLE001 - a broken format string is the logger's problem, not ours
             return record
         trace = record.exc_text or ("".join(traceback.format_exception(*record.exc_info)).rstrip("\n") if record.exc_info and record.exc_info[0] else "")
-        masked_message, masked_trace, masked_stack = mask_log_parts([message, trace, record.stack_info or ""])
+        # The request's body is scanned for an error or a traceback, not for every one-line 4xx warning.
+        scan_body = bool(trace) or record.levelno >= logging.ERROR
+        masked_message, masked_trace, masked_stack = mask_log_parts([message, trace, record.stack_info or ""], scan_body=scan_body)
         if masked_message != message:
             record.msg, record.args = masked_message, None
         if trace:
