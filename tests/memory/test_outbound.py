@@ -180,7 +180,7 @@ HTTP_CLIENTS = re.compile(r"\burlopen\b|\bhttp\.client\b|^\s*import requests\b|^
 
 
 def product_modules() -> list[Path]:
-    skip = {".venv", "tests", "bench", "node_modules", ".awp-data", "scripts"}
+    skip = {".venv", "tests", "bench", "node_modules", ".awp-data"}
     return [p for p in ROOT.rglob("*.py") if not skip & set(p.relative_to(ROOT).parts)]
 
 
