@@ -39,6 +39,10 @@ class EndpointFailed(Exception):
     """The chat endpoint could not be reached or answered with an error."""
 
 
+class UnmaskedOutbound(EndpointFailed):
+    """Messages that were not masked by `outbound_messages` were handed to `send_chat`: nothing was sent."""
+
+
 def is_configured() -> bool:
     """A chat endpoint is configured (LLM_BASE_URL); without one nothing is ever sent."""
     return bool(getattr(settings, "LLM_BASE_URL", ""))
@@ -91,7 +95,17 @@ def outbound_messages(experiment: Experiment, messages: list[dict[str, str]]) ->
     if found:
         learn_secrets(experiment_id=experiment.pk, values=found)
     redactor = redactor_for(experiment)  # after learning: the detector's finds are known secrets now
-    return [{**message, "content": redactor.text(str(message.get("content") or ""))} for message in messages]
+    return [{**message, "content": _settled(redactor, str(message.get("content") or ""))} for message in messages]
+
+
+def _settled(redactor: Any, text: str) -> str:
+    """The text masked until masking changes nothing more, so masking what is sent again sends the same."""
+    for _ in range(3):
+        masked = redactor.text(text)
+        if masked == text:
+            break
+        text = masked
+    return text
 
 
 def inbound_text(experiment: Experiment, text: str) -> str:
@@ -132,7 +146,7 @@ def send_chat(experiment: Experiment, messages: list[dict[str, str]]) -> str:
     comes back scanned and masked. The one place a connection to LLM_BASE_URL is opened."""
     if messages != outbound_messages(experiment, messages):
         # A caller must store what it sends: text that still needs masking was not built here.
-        raise ValueError("outbound messages must be masked by outbound_messages before they are sent")
+        raise UnmaskedOutbound("Outbound messages must be masked by outbound_messages (and stored) before they are sent.")
     url = settings.LLM_BASE_URL.rstrip("/") + "/chat/completions"
     body = json.dumps({"model": model_name(), "messages": messages, "temperature": 0}).encode()
     request = urllib.request.Request(url, data=body, method="POST", headers={

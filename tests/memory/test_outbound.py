@@ -169,7 +169,7 @@ def test_unmasked_messages_are_refused_before_anything_is_sent(llm, settings) ->
     settings.LLM_BASE_URL = llm.url
     experiment = Experiment.objects.create(slug=f"outbound-{next(_slugs)}", name="outbound", protocol=PROTOCOL)
     before = len(llm.bodies)
-    with pytest.raises(ValueError):
+    with pytest.raises(outbound.UnmaskedOutbound):
         outbound.send_chat(experiment, [{"role": "user", "content": f"password: {CRED}"}])
     assert len(llm.bodies) == before
 
