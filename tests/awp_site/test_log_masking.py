@@ -17,6 +17,7 @@ from django.test import Client
 from awp_site.logging import mask_log_parts
 from experiments.ingest import EventIn, append_events
 from tests.factories import make_experiment, make_run
+from tests.proofkit import wait_until
 
 KEYED = "Zx81-plain-credential-q7"  # no known token format: only its key (or the experiment) says it is secret
 KNOWN = "Wq52-learnt-earlier-m3"  # a known secret of the experiment (learnt from an event), in the query
@@ -57,7 +58,9 @@ def test_a_daphne_process_logs_no_secret_of_a_failing_request(live_server_factor
     before = server.log.read_text() if server.log.exists() else ""
     response = failing_request(lambda url, body: requests.post(server.url + url, data=body, headers={"Content-Type": "application/json"}, timeout=30), experiment.slug)
     assert response.status_code == 500
-    server.stop()  # flush and close the log
+    # Daphne writes the access line when the answer is complete: wait for it, then stop (closing the log).
+    wait_until(lambda: '"POST /api/boom/' in server.log.read_text()[len(before) :], timeout=30, what="the access line")
+    server.stop()
     log = server.log.read_text()[len(before) :]
     assert "invalid input syntax for type integer" in log and "RuntimeError" in log  # the traceback is there
     assert '"POST /api/boom/' in log  # and the access line
