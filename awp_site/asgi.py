@@ -17,9 +17,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from awp_site.db import exit_unless_pgvector  # noqa: E402
+from awp_site.logging import mask_daphne_access_log  # noqa: E402
 from awp_site.routing import websocket_urlpatterns  # noqa: E402
 
 exit_unless_pgvector()
+mask_daphne_access_log()
 
 application = ProtocolTypeRouter(
     {

@@ -299,7 +299,7 @@ GRAPH_ITERATIONS = 12  # the newest iterations per run drawn as a tree (the list
 def run_graph(run: Run) -> list[Any]:
     """Nodes of the run's graph: the DAG of workflow.awp.yaml, or the delegation tree with sub-managers nested."""
     from experiments import graph
-    from state.services_redaction import redact_text_for
+    from state.services_redaction import redact_text_for, redactor_for
 
     if run.engine == "dag":
         facts = ledger_cache.cached(run, "dag_facts", _dag_facts)
@@ -339,8 +339,14 @@ def run_graph(run: Run) -> list[Any]:
         nodes = graph.delegation_tree(infos[run.pk], infos, rows)
     labels = redact_text_for(run.experiment, "\n".join(n.label.replace("\n", " ") for n in nodes)).split("\n") if nodes else []
     timelines = {pk: reverse("experiments:run-detail", args=[run.experiment.slug, pk]) for pk in {n.run_pk for n in nodes if n.run_pk}}
+    # Node ids, edges and the worker filter are derived from agent ids: masked before they are derived into
+    # attributes (data-node, data-parent, data-deps, a URL-quoted href) the last-line net would not recognise.
+    redactor = redactor_for(run.experiment)
+    names = {name: redactor.text(name) for n in nodes for name in (n.id, n.parent, n.agent, *n.depends_on) if name}
     for node, label in zip(nodes, labels, strict=False):
         node.label = label
+        node.id, node.parent, node.agent = names.get(node.id, node.id), names.get(node.parent, node.parent), names.get(node.agent, node.agent)
+        node.depends_on = [names.get(d, d) for d in node.depends_on]
         if node.agent and node.run_pk:
             node.href = f"{timelines[node.run_pk]}?worker={quote(node.agent)}"
     return nodes

@@ -152,7 +152,7 @@ def _run_clock(experiment: Experiment) -> tuple[dict[int, tuple[str, int]], int,
 
 
 def load_episodes(
-    experiment: Experiment, reader: str, *, where: str = "", params: list[Any] | None = None,
+    experiment: Experiment, reader: str | None, *, where: str = "", params: list[Any] | None = None,
     runs: dict[int, tuple[str, int]] | None = None,
 ) -> list[recall.Episode]:
     """Episodes of the experiment on its turn clock (all, or those `where` selects); other agents' outputs carry
@@ -165,7 +165,7 @@ def load_episodes(
 _Row = tuple[str, str, str, int | None, int, str, str | None]  # key, agent, kind, run pk, turn, text, fields as JSON text
 
 
-def _episode_rows(experiment: Experiment, reader: str, *, where: str = "", params: list[Any] | None = None) -> list[_Row]:
+def _episode_rows(experiment: Experiment, reader: str | None, *, where: str = "", params: list[Any] | None = None) -> list[_Row]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"""SELECT e.key, e.agent_id, e.kind, e.run_id, e.turn, e.text,
