@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "memory",
     "memory.curation",
     "pool",
+    "otel",
 ]
 
 MIDDLEWARE = [
@@ -170,6 +171,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AWP_MAX_BODY_BYTES", str(32 * 
 
 # Product knobs.
 AWP_INGEST_MAX_BATCH = int(os.environ.get("AWP_INGEST_MAX_BATCH", "5000"))
+# OTLP exports handled at once per process; more answer 503 with Retry-After (exporters retry those).
+AWP_OTEL_MAX_INFLIGHT = int(os.environ.get("AWP_OTEL_MAX_INFLIGHT", "16"))
 AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
 AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
