@@ -72,8 +72,11 @@ def category_of(span: SpanIn) -> str:
 
 
 def run_id_of(spans: list[SpanIn]) -> str:
-    """The run of one trace's spans: a gen_ai.conversation.id one of them carries, else the trace id."""
-    for span in spans:
+    """The run of one trace's spans: the gen_ai.conversation.id of the earliest span carrying one, else the trace id.
+
+    The earliest: nested agents may each carry their own conversation (pydantic-ai does); the outermost one names the run.
+    """
+    for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
         conversation = span.attributes.get("gen_ai.conversation.id")
         if isinstance(conversation, str | int) and str(conversation).strip():
             return str(conversation).strip()[:MAX_RUN_ID]
