@@ -153,11 +153,12 @@ def _as_base64(value: Any, size: int) -> Any:
             return base64.b64encode(bytes.fromhex(value)).decode()
         except ValueError:
             pass
+    standard = value.replace("-", "+").replace("_", "/")  # url-safe base64 too
     try:
-        base64.b64decode(value + "=" * (-len(value) % 4), validate=False, altchars=b"-_" if ("-" in value or "_" in value) else None)
-        return value
+        base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
     except (binascii.Error, ValueError):
         return _BAD_ID
+    return standard + "=" * (-len(standard) % 4)
 
 
 def _list(container: Any, *names: str) -> list[Any]:

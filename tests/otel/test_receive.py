@@ -12,6 +12,7 @@ from django.test import Client
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from experiments.models import Event, IngestProblem, Run
+from experiments.run_charts import run_series
 from tests.factories import make_experiment, make_token
 from tests.otel.spans import collected, json_body, protobuf_body
 
@@ -57,6 +58,8 @@ def test_protobuf_export_becomes_one_event_per_span_and_answers_protobuf(experim
     assert (calls["writer"]["input_tokens"], calls["writer"]["output_tokens"]) == (80, 40)  # the older attribute names
     run.refresh_from_db()
     assert run.status == "complete" and run.started_at is not None and run.budget_used["tokens"]["consumed"] == 270
+    budget = run_series(run).budget  # no limits: the budget chart draws the run's token burn-up per model call
+    assert [s.name for s in budget] == ["tokens"] and [p.y for p in budget[0].points] == [round(100 * 150 / 270, 2), 100.0]
 
 
 def test_json_gzip_and_protobuf_of_the_same_spans_give_the_same_ledger():
@@ -137,11 +140,12 @@ def test_ids_of_the_wrong_length_are_rejected_spans_with_a_message(experiment):
     spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
     spans[0]["traceId"] = "abcd"
     spans[1]["spanId"] = "0011223344556677889900"
+    spans[2]["parentSpanId"] = "not an id!"
     response = send(Client(), make_token(experiment), json.dumps(data).encode(), JSON)
     assert response.status_code == 200
     partial = response.json()["partialSuccess"]
-    assert int(partial["rejectedSpans"]) == 2 and "traceId" in partial["errorMessage"] and "spanId" in partial["errorMessage"]
-    assert Event.objects.filter(ts_source="span").exclude(kind__startswith="run.").count() == 3
+    assert int(partial["rejectedSpans"]) == 3 and "traceId" in partial["errorMessage"] and "parentSpanId" in partial["errorMessage"]
+    assert Event.objects.filter(ts_source="span").exclude(kind__startswith="run.").count() == 2
 
 
 def test_conversation_id_names_the_run_and_an_error_span_is_a_problem(experiment):
