@@ -114,7 +114,7 @@ def _run_events(spans: list[SpanIn]) -> list[EventSpec]:
             seen += 1
         return str(span.attributes.get("gen_ai.agent.name") or "")[:200]
 
-    events = [_start_event(spans)]
+    events = [_start_event(spans, [span for span in spans if categories[id(span)] == "agent"])]
     for span in spans:
         category = categories[id(span)]
         events.append(_span_event(span, category, agent_name(span) if category == "agent" else agent_above(span)))
@@ -220,9 +220,13 @@ def input_of(span: SpanIn) -> Any:
     attrs = span.attributes
     found = _first(attrs, "gen_ai.input.messages", "pydantic_ai.all_messages", "input.value", "gen_ai.prompt")
     if found is None:
-        indexed = _indexed(attrs, "gen_ai.prompt.") or _indexed(attrs, "llm.input_messages.")
+        indexed = (_indexed(attrs, "gen_ai.prompt.") or _indexed(attrs, "llm.input_messages.")) if _has_indexed(attrs) else None
         found = indexed or _event_messages(span, ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.tool.message")) or None
     return _json_value(found)
+
+
+def _has_indexed(attrs: dict[str, Any]) -> bool:
+    return any(key.startswith(_INDEXED_PREFIXES) for key in attrs)
 
 
 def output_of(span: SpanIn) -> str:
@@ -231,10 +235,14 @@ def output_of(span: SpanIn) -> str:
         return message_text(attrs["final_result"])
     found = _first(attrs, "gen_ai.output.messages", "output.value", "gen_ai.completion")
     if found is None:
-        found = _indexed(attrs, "gen_ai.completion.") or _indexed(attrs, "llm.output_messages.") or _event_messages(span, ("gen_ai.choice", "gen_ai.assistant.message"))
+        indexed = (_indexed(attrs, "gen_ai.completion.") or _indexed(attrs, "llm.output_messages.")) if _has_indexed(attrs) else None
+        found = indexed or _event_messages(span, ("gen_ai.choice", "gen_ai.assistant.message"))
     if found is None and attrs.get("pydantic_ai.all_messages"):
         return message_text(attrs["pydantic_ai.all_messages"], roles=("assistant",)).rsplit("\n", 1)[-1]
     return message_text(found) if found else ""
+
+
+_INDEXED_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
 
 
 def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -249,22 +257,29 @@ def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     return [rows[i] for i in sorted(rows)]
 
 
+_USAGE_NAMES = {
+    "input_tokens": ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"),
+    "output_tokens": ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"),
+    "cache_read_input_tokens": ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens", "llm.token_count.prompt_details.cache_read"),
+    "cache_creation_input_tokens": ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens", "llm.token_count.prompt_details.cache_write"),
+    "reasoning_tokens": ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.output_tokens.reasoning", "gen_ai.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning"),
+    "total_tokens": ("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total"),
+}
+# attribute → (payload field, rank): one pass over a span's attributes finds every count (the lowest rank wins).
+_USAGE_KEYS = {key: (field, rank) for field, keys in _USAGE_NAMES.items() for rank, key in enumerate(keys)}
+
+
 def usage_of(attrs: dict[str, Any]) -> dict[str, int | float]:
     """Token counts under their newer and older names (and OpenInference's)."""
-    names = {
-        "input_tokens": ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"),
-        "output_tokens": ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"),
-        "cache_read_input_tokens": ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens", "llm.token_count.prompt_details.cache_read"),
-        "cache_creation_input_tokens": ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens", "llm.token_count.prompt_details.cache_write"),
-        "reasoning_tokens": ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.output_tokens.reasoning", "gen_ai.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning"),
-        "total_tokens": ("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total"),
-    }
-    out: dict[str, int | float] = {}
-    for field, keys in names.items():
-        value = _number(_first(attrs, *keys))
-        if value is not None:
-            out[field] = value
-    return out
+    found: dict[str, tuple[int, int | float]] = {}
+    for key, value in attrs.items():
+        named = _USAGE_KEYS.get(key)
+        if named is None:
+            continue
+        number = _number(value)
+        if number is not None and (named[0] not in found or named[1] < found[named[0]][0]):
+            found[named[0]] = (named[1], number)
+    return {field: number for field, (_, number) in found.items()}
 
 
 def _error_of(span: SpanIn) -> dict[str, Any] | None:
@@ -345,10 +360,9 @@ def _span_event(span: SpanIn, category: str, agent: str) -> EventSpec:
     )  # fmt: skip
 
 
-def _start_event(spans: list[SpanIn]) -> EventSpec:
+def _start_event(spans: list[SpanIn], agents: list[SpanIn]) -> EventSpec:
     """run.start of an OTel run (added to every export; the ledger keeps the first one)."""
     first = spans[0]
-    agents = [span for span in spans if category_of(span) == "agent"]
     task = next((text for span in agents if (text := message_text(input_of(span), roles=("user",)))), "")
     models = sorted({str(m) for span in spans if (m := _first(span.attributes, "gen_ai.request.model", "llm.model_name"))})
     payload: dict[str, Any] = {"task": task, "started": _iso(min(span.start_ns for span in spans)), "source": "otel", "trace_id": first.trace_id}
