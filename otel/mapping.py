@@ -217,6 +217,7 @@ def _event_messages(span: SpanIn, names: tuple[str, ...]) -> list[dict[str, Any]
 
 
 def input_of(span: SpanIn) -> Any:
+    """What the span was asked: input messages in whichever convention the framework used (parsed when JSON)."""
     attrs = span.attributes
     found = _first(attrs, "gen_ai.input.messages", "pydantic_ai.all_messages", "input.value", "gen_ai.prompt")
     if found is None:
@@ -230,6 +231,7 @@ def _has_indexed(attrs: dict[str, Any]) -> bool:
 
 
 def output_of(span: SpanIn) -> str:
+    """What the span answered, as text: the final result, output messages, or the older completion forms."""
     attrs = span.attributes
     if attrs.get("final_result") not in (None, ""):
         return message_text(attrs["final_result"])
