@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 
 from experiments.jsonb import holds_nul
 
-# The API authenticates itself (session or bearer token); admin has its own login; the rest needs a user.
-PUBLIC_PREFIXES = ("/login/", "/healthz", "/static/", "/api/", "/admin/", "/favicon.ico")
+# The API and the OTLP receiver authenticate themselves (session or bearer token); admin has its own login; the rest needs a user.
+PUBLIC_PREFIXES = ("/login/", "/healthz", "/static/", "/api/", "/otel/", "/admin/", "/favicon.ico")
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [

@@ -17,6 +17,7 @@ from memory.curation import curator, runtime_files
 from memory.curation.models import CuratedRun, Decision, Evidence, Fact, Proposal, Vote
 from memory.curation.render import promoted_line, remove_promoted, upsert_promoted
 from memory.longterm import current_long_term, write_long_term_version
+from otel.send import memory_event
 
 CURATOR_EVENT_KINDS = ("iteration.decision", "worker.spawn", "worker.complete", "run.complete")
 
@@ -371,6 +372,8 @@ def _promote(proposal: Proposal, approvals: list[Vote], edited: str, actor: Any)
         decided_by=_usernames(approvals),
         memory_version=document.version,
     )
+    memory_event("update_memory", experiment=proposal.experiment, **{"awp.review.status": "approved", "awp.proposal.id": proposal.pk, "awp.proposal.kind": proposal.kind,
+                 "awp.memory.tier": "long_term", "awp.fact.version": version, "awp.memory.version": document.version, "awp.review.votes": len(approvals)})  # fmt: skip
     _schedule_writeback(proposal.experiment, "promotion")
 
 
@@ -384,6 +387,7 @@ def _reject(proposal: Proposal, rejections: list[Vote]) -> None:
         reason="; ".join(vote.reason for vote in rejections if vote.reason)[:2000],
         decided_by=_usernames(rejections),
     )
+    memory_event("update_memory", experiment=proposal.experiment, **{"awp.review.status": "rejected", "awp.proposal.id": proposal.pk, "awp.proposal.kind": proposal.kind, "awp.review.votes": len(rejections)})
     if proposal.origin == Proposal.Origin.RUNTIME and proposal.kind == Proposal.Kind.FACT:
         # The runtime already wrote this fact where the next run reads it: write-back takes it out.
         _schedule_writeback(proposal.experiment, "rejection")
@@ -458,6 +462,8 @@ def edit_promoted(*, proposal: Proposal, actor: Any, text: str, reason: str = ""
         decided_by=actor.get_username(),
         memory_version=document.version,
     )
+    memory_event("update_memory", experiment=proposal.experiment, **{"awp.review.status": "edited", "awp.proposal.id": proposal.pk, "awp.proposal.kind": proposal.kind,
+                 "awp.memory.tier": "long_term", "awp.fact.version": version, "awp.memory.version": document.version})  # fmt: skip
     _schedule_writeback(proposal.experiment, "promotion")
     _announce(proposal.experiment)
     return proposal
