@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "memory",
     "memory.curation",
     "pool",
+    "memory_mcp",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,43 @@
+"""Who calls a tool: an experiment's API token (and the user it was issued to), the MCP client, the agent header.
+
+The token is looked up on every HTTP request (stateless transport) and on every stdio call, so a revoked token
+stops working at once, as it does on the HTTP API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.utils import timezone
+
+from awp_site.ratelimit import check_rate
+from experiments.models import ApiToken, Experiment
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated MCP caller: its token (hence experiment and scopes) and what its request said about it."""
+
+    token: ApiToken
+    agent_header: str = ""
+
+    @property
+    def experiment(self) -> Experiment:
+        return self.token.experiment
+
+    def may(self, scope: str) -> bool:
+        return self.token.has_scope(scope)
+
+
+def authenticate(secret: str, *, client_address: str = "stdio") -> ApiToken | None:
+    """The active token with this secret (rate limited per client address as the API's bearer auth is)."""
+    check_rate(f"token-auth:{client_address}", limit=600, per_seconds=60)
+    found = ApiToken.find_active(secret) if secret else None
+    if found is None:
+        check_rate(f"token-auth-fail:{client_address}", limit=30, per_seconds=60)
+        return None
+    now = timezone.now()
+    if found.last_used_at is None or now - found.last_used_at > timedelta(seconds=30):
+        ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
+    return found
