@@ -83,7 +83,8 @@ class McpMount:
             await _answer(send, 401, "invalid_token", "Send an experiment API token: Authorization: Bearer <token>.",
                           [(b"www-authenticate", b'Bearer realm="awp-mcp"')])  # fmt: skip
             return
-        principal = Principal(token=token, agent_header=_header(scope, AGENT_HEADER.encode()))
+        base_url = f"{scope.get('scheme', 'http')}://{_header(scope, b'host')}"
+        principal = Principal(token=token, agent_header=_header(scope, AGENT_HEADER.encode()), base_url=base_url)
         manager = await self._running_manager()
         # A fresh state dict per request: the principal must never leak into another request's scope.
         scoped = {**scope, "state": {**scope.get("state", {}), "awp_principal": principal}}

@@ -21,6 +21,7 @@ class Principal:
 
     token: ApiToken
     agent_header: str = ""
+    base_url: str = ""  # scheme://host the request came to (links in answers); empty on stdio
 
     @property
     def experiment(self) -> Experiment:

@@ -165,7 +165,7 @@ async def run_tool(name: str, ctx: Context | None, impl: Callable[..., dict[str,
     headers = ctx.headers if ctx is not None else None
     principal = call.principal
     if headers and headers.get(AGENT_HEADER):
-        principal = Principal(token=principal.token, agent_header=headers.get(AGENT_HEADER, ""))
+        principal = Principal(token=principal.token, agent_header=headers.get(AGENT_HEADER, ""), base_url=principal.base_url)
     if "client" in kwargs:
         kwargs["client"] = f"MCP {call.client}"
     try:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -148,7 +147,7 @@ def proposal_status(principal: Principal, *, proposal_id: int) -> dict[str, Any]
     if proposal is None:
         raise Refusal("proposal_not_found", f"No proposal {proposal_id} in this experiment.", field="proposal_id")
     answer = curation.proposal_status(proposal)
-    answer["review_url"] = review_url(principal.experiment, proposal)
+    answer["review_url"] = review_url(principal, proposal)
     return redact_for(principal.experiment, answer)
 
 
@@ -193,10 +192,10 @@ def protocol(principal: Principal) -> dict[str, Any]:
 # ---------------------------------------------------------------- write (memory:write)
 
 
-def review_url(experiment: Experiment, proposal: Proposal) -> str:
-    path = f"{reverse('curation:review', args=[experiment.slug])}?status=all&selected={proposal.pk}"
-    base = getattr(settings, "AWP_PUBLIC_URL", "").rstrip("/")
-    return f"{base}{path}"
+def review_url(principal: Principal, proposal: Proposal) -> str:
+    """Where a person reviews the proposal: the Review tab with it selected (absolute over HTTP)."""
+    path = f"{reverse('curation:review', args=[principal.experiment.slug])}?status=all&selected={proposal.pk}"
+    return f"{principal.base_url}{path}"
 
 
 def propose(
@@ -218,7 +217,7 @@ def propose(
         )  # fmt: skip
     except curation.ReviewRefused as refusal:
         raise Refusal(refusal.code, refusal.message, field="statement" if "statement" in refusal.code else "kind") from refusal
-    return {"status": "proposed", "proposal_id": proposal.pk, "review_url": review_url(experiment, proposal),
+    return {"status": "proposed", "proposal_id": proposal.pk, "review_url": review_url(principal, proposal),
             "proposal_status": proposal.status, "created": created}  # fmt: skip
 
 
