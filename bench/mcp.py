@@ -31,7 +31,8 @@ BLOCK = 20
 
 
 def build(entries: int):  # type: ignore[no-untyped-def]
-    from datetime import date, time as clock
+    from datetime import date
+    from datetime import time as clock
 
     from experiments.models import Experiment
     from memory.services import append_daily_entry
@@ -50,7 +51,9 @@ def build(entries: int):  # type: ignore[no-untyped-def]
     return experiment
 
 
-async def mcp_calls(base_url: str, token: str, blocks: list[int]) -> tuple[list[float], dict]:  # type: ignore[type-arg]
+async def mcp_calls(
+    base_url: str, token: str, blocks: list[int], yield_to_api: asyncio.Event, api_done: asyncio.Event
+) -> tuple[list[float], dict]:  # type: ignore[type-arg]
     """Time memory_search through MCP, `blocks[i]` calls at a time, yielding to the API between blocks."""
     import httpx2
     from mcp import Client
@@ -72,10 +75,6 @@ async def mcp_calls(base_url: str, token: str, blocks: list[int]) -> tuple[list[
                 await api_done.wait()
                 api_done.clear()
     return samples, answer
-
-
-yield_to_api: asyncio.Event
-api_done: asyncio.Event
 
 
 def main() -> None:
@@ -104,7 +103,6 @@ def main() -> None:
         api_answer: dict = {}  # type: ignore[type-arg]
 
         async def run() -> tuple[list[float], dict]:  # type: ignore[type-arg]
-            global yield_to_api, api_done
             yield_to_api, api_done = asyncio.Event(), asyncio.Event()
 
             async def api_blocks() -> None:
@@ -120,7 +118,7 @@ def main() -> None:
                     api_done.set()
 
             api_task = asyncio.create_task(api_blocks())
-            result = await mcp_calls(base_url, token, blocks)
+            result = await mcp_calls(base_url, token, blocks, yield_to_api, api_done)
             await api_task
             return result
 

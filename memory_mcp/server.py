@@ -160,8 +160,8 @@ async def run_tool(name: str, ctx: Context | None, impl: Callable[..., dict[str,
         raise ToolError(json.dumps({"ok": False, "code": "invalid_token", "message": "No valid bearer token."}))
     scope = TOOL_SCOPES[name]
     if not call.principal.may(scope):
-        refusal = tools.Refusal("missing_scope", f"This token lacks the '{scope}' scope that {name} needs.")
-        raise ToolError(json.dumps(refusal.body()))
+        missing = tools.Refusal("missing_scope", f"This token lacks the '{scope}' scope that {name} needs.")
+        raise ToolError(json.dumps(missing.body()))
     headers = ctx.headers if ctx is not None else None
     principal = call.principal
     if headers and headers.get(AGENT_HEADER):

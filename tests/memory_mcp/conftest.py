@@ -18,12 +18,17 @@ from tests.conftest import ROOT, subprocess_env
 
 
 @asynccontextmanager
-async def http_client(base_url: str, token: str, *, name: str = "pytest-agent", agent: str = "") -> AsyncIterator[Client]:
-    """An MCP client on `base_url`/mcp/ sending the token (and the X-AWP-Agent header when given)."""
+async def http_client(
+    base_url: str, token: str, *, name: str = "pytest-agent", agent: str = "", mode: str = "auto"
+) -> AsyncIterator[Client]:
+    """An MCP client on `base_url`/mcp/ sending the token (and the X-AWP-Agent header when given).
+
+    mode "auto" speaks the 2026-07-28 revision (no handshake); "legacy" the initialize handshake of older clients.
+    """
     headers = {"Authorization": f"Bearer {token}", **({"X-AWP-Agent": agent} if agent else {})}
     async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
         transport = streamable_http_client(f"{base_url}/mcp/", http_client=http)
-        async with Client(transport, client_info=Implementation(name=name, version="1.0")) as client:
+        async with Client(transport, client_info=Implementation(name=name, version="1.0"), mode=mode) as client:  # type: ignore[arg-type]
             yield client
 
 

@@ -68,13 +68,15 @@ def test_tools_offered_follow_the_token_scopes(asgi_server, seeded) -> None:
     assert set(resources) == {"awp://memory/MEMORY.md", "awp://experiment/protocol"}
 
 
-def test_search_and_recall_answer_what_the_api_answers(asgi_server, seeded) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_search_and_recall_answer_what_the_api_answers(asgi_server, seeded, mode) -> None:
     token = make_token(seeded, ["memory:read"])
     search_args = {"query": "gateway", "mode": "keyword", "max_results": 5}
     recall_args = {"agent_id": "writer", "query": "gateway", "top_k": 5}
 
     async def scenario() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        async with http_client(asgi_server.url, token) as client:
+        async with http_client(asgi_server.url, token, mode=mode) as client:
+            assert client.protocol_version >= "2026" if mode == "auto" else client.protocol_version < "2026"
             _, searched = await call(client, "memory_search", search_args)
             _, recalled = await call(client, "memory_recall", recall_args)
             _, memory = await call(client, "memory_read")
@@ -186,3 +188,32 @@ def test_bad_arguments_are_refused_naming_the_field(asgi_server, seeded) -> None
     assert empty[0] and empty[1]["code"] == "empty_query", empty
     assert version[0] and (version[1]["code"], version[1]["field"]) == ("version_not_found", "version"), version
     assert not Proposal.objects.filter(experiment=seeded).exists()
+
+
+def test_board_state_prior_pool_and_review_tools(asgi_server, seeded) -> None:
+    from tests.factories import make_member
+
+    curator = make_member(seeded, "curator")
+    writer = make_token(seeded, ["memory:read", "memory:write"])
+    reviewer = make_token(seeded, ["memory:read", "review"], user=curator)
+
+    async def scenario() -> dict[str, Any]:
+        async with http_client(asgi_server.url, writer, agent="writer") as client:
+            _, posted = await call(client, "board_post", {"run_id": "run-gateway", "topic": "findings", "payload": {"p50_ms": 9}})
+            _, board = await call(client, "board_read", {"run_id": "run-gateway", "topic": "findings"})
+            _, state = await call(client, "state_get", {"run_id": "run-gateway"})
+            _, prior = await call(client, "memory_prior")
+            _, pool = await call(client, "pool_facts")
+            _, proposed = await call(client, "memory_propose", {"statement": "Tokens expire after an hour.", "kind": "antipattern"})
+        async with http_client(asgi_server.url, reviewer) as client:
+            tools = {tool.name for tool in (await client.list_tools()).tools}
+            _, reviewed = await call(client, "memory_review", {"proposal_id": proposed["proposal_id"], "verdict": "reject", "reason": "not an antipattern"})
+        return {"posted": posted, "board": board, "state": state, "prior": prior, "pool": pool, "tools": tools, "reviewed": reviewed}
+
+    seen = asyncio.run(scenario())
+    assert [e["payload"] for e in seen["board"]["entries"]] == [{"p50_ms": 9}] and seen["posted"]["seq"] > 0
+    assert seen["state"]["run_id"] == "run-gateway" and seen["state"]["agent_id"] == "writer" and seen["state"]["seq"] >= 3
+    assert seen["prior"]["block"].startswith("## PRIOR RUN MEMORY") or seen["prior"]["block"] == ""
+    assert seen["pool"] == {"facts": []}
+    assert seen["tools"] == READ_TOOLS | {"memory_review"}
+    assert (seen["reviewed"]["status"], seen["reviewed"]["reason"]) == ("rejected", "not an antipattern")
