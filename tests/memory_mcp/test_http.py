@@ -217,3 +217,65 @@ def test_board_state_prior_pool_and_review_tools(asgi_server, seeded) -> None:
     assert seen["pool"] == {"facts": []}
     assert seen["tools"] == READ_TOOLS | {"memory_review"}
     assert (seen["reviewed"]["status"], seen["reviewed"]["reason"]) == ("rejected", "not an antipattern")
+
+
+ACCESS_PROTOCOL = """
+memory:
+  access_control:
+    intruder: {episodic: none, long_term: read, working: read}
+"""
+
+
+def test_memory_access_rules_apply_to_the_agent_as_on_the_api(asgi_server, transactional_db) -> None:
+    from experiments.protocol import parse_protocol
+    from memory.models import AccessAudit
+
+    experiment = make_experiment(protocol_yaml=ACCESS_PROTOCOL, protocol=parse_protocol(ACCESS_PROTOCOL))
+    seed(experiment, "gateway")
+    token = make_token(experiment, ["memory:read", "memory:write"])
+
+    async def scenario() -> dict[str, Any]:
+        async with http_client(asgi_server.url, token, agent="intruder") as client:
+            return {
+                "recall": await call(client, "memory_recall", {"query": "gateway"}),
+                "propose": await call(client, "memory_propose", {"statement": "Intruders write facts."}),
+                "note": await call(client, "memory_note", {"content": "Intruders write notes."}),
+                "read": await call(client, "memory_read"),
+                "other_agent": await call(client, "memory_recall", {"agent_id": "writer", "query": "gateway"}),
+            }
+
+    seen = asyncio.run(scenario())
+    for name in ("recall", "propose", "note"):
+        assert seen[name][0] and seen[name][1]["code"] == "memory_access_denied", (name, seen[name])
+    assert seen["read"][0] is False and "gateway" in seen["read"][1]["content"]
+    assert seen["other_agent"][0] is False and seen["other_agent"][1]["agent_id"] == "writer"
+    denied = AccessAudit.objects.filter(experiment=experiment, agent_id="intruder", allowed=False)
+    assert sorted(denied.values_list("tier", flat=True)) == ["episodic", "long_term", "working"]
+    assert not Proposal.objects.filter(experiment=experiment).exists()
+
+
+def test_a_revoked_token_stops_at_the_next_call(asgi_server, seeded) -> None:
+    from django.utils import timezone
+
+    from experiments.models import ApiToken
+
+    token = make_token(seeded, ["memory:read"], name="soon-revoked")
+
+    def revoke() -> None:
+        from django.db import connection
+
+        ApiToken.objects.filter(name="soon-revoked").update(revoked_at=timezone.now())
+        connection.close()  # this thread's connection must not outlive the test
+
+    async def scenario() -> tuple[bool, str]:
+        async with http_client(asgi_server.url, token) as client:
+            first, _ = await call(client, "memory_search", {"query": "gateway"})
+            await asyncio.to_thread(revoke)
+            try:
+                await call(client, "memory_search", {"query": "gateway"})
+            except Exception as exc:  # noqa: BLE001 - the SDK reports the 401 as a transport error
+                return first, str(exc)
+            return first, "not refused"
+
+    first_failed, second = asyncio.run(scenario())
+    assert first_failed is False and second != "not refused"
