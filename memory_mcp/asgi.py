@@ -60,6 +60,7 @@ class McpMount:
         self._manager: StreamableHTTPSessionManager | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready: asyncio.Future[None] | None = None
+        self._serving: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not is_mcp_path(scope.get("path", "")):
@@ -105,7 +106,8 @@ class McpMount:
                 max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
             )
             self._manager = server.session_manager
-            loop.create_task(self._serve(self._manager, self._ready))
+            # Kept on self: the loop holds tasks only weakly, and this one must live as long as the process.
+            self._serving = loop.create_task(self._serve(self._manager, self._ready))
         assert self._ready is not None and self._manager is not None
         await asyncio.shield(self._ready)
         return self._manager
