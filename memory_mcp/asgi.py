@@ -33,9 +33,12 @@ def is_mcp_path(path: str) -> bool:
     return path == MOUNT or path == f"{MOUNT}/"
 
 
+SECURITY_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"cache-control", b"no-store"), (b"referrer-policy", b"same-origin")]
+
+
 async def _answer(send: Any, status: int, code: str, message: str, headers: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[assignment]
     body = json.dumps({"code": code, "message": message}).encode()
-    await send({"type": "http.response.start", "status": status,
+    await _with_headers(send)({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]})  # fmt: skip
     await send({"type": "http.response.body", "body": body})
 
@@ -45,6 +48,17 @@ def _header(scope: dict[str, Any], name: bytes) -> str:
         if key == name:
             return value.decode("latin-1")
     return ""
+
+
+def _with_headers(send: Any) -> Any:
+    """The headers Django's SecurityMiddleware puts on the API's answers, on the SDK's answers too."""
+
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+        await send(message)
+
+    return sending
 
 
 def _allowed(host: str) -> bool:
@@ -89,7 +103,7 @@ class McpMount:
         manager = await self._running_manager()
         # A fresh state dict per request: the principal must never leak into another request's scope.
         scoped = {**scope, "state": {**scope.get("state", {}), "awp_principal": principal}}
-        await manager.handle_request(scoped, receive, send)
+        await manager.handle_request(scoped, receive, _with_headers(send))
 
     async def _running_manager(self) -> StreamableHTTPSessionManager:
         loop = asyncio.get_running_loop()

@@ -168,13 +168,10 @@ async def run_tool(name: str, ctx: Context | None, impl: Callable[..., dict[str,
         principal = Principal(token=principal.token, agent_header=headers.get(AGENT_HEADER, ""), base_url=principal.base_url)
     if "client" in kwargs:
         kwargs["client"] = f"MCP {call.client}"
-    try:
-        return await database_sync_to_async(impl)(principal, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - only refusals are rendered; anything else is re-raised below
-        refusal = tools.translate(exc)
-        if refusal is None:
-            raise
-        raise ToolError(json.dumps(refusal.body())) from exc
+    refused, body = await database_sync_to_async(tools.answer)(impl, principal, **kwargs)
+    if refused:
+        raise ToolError(json.dumps(body))
+    return body
 
 
 # ---------------------------------------------------------------- argument types (JSON schema and docs)
@@ -315,10 +312,7 @@ async def _resource(impl: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[
     call = current_call.get()
     if call is None or not call.principal.may(RESOURCE_SCOPE):
         raise ResourceError(json.dumps({"ok": False, "code": "missing_scope", "message": f"Resources need the '{RESOURCE_SCOPE}' scope."}))
-    try:
-        return await database_sync_to_async(impl)(call.principal, **kwargs)
-    except Exception as exc:  # noqa: BLE001
-        refusal = tools.translate(exc)
-        if refusal is None:
-            raise
-        raise ResourceError(json.dumps(refusal.body())) from exc
+    refused, body = await database_sync_to_async(tools.answer)(impl, call.principal, **kwargs)
+    if refused:
+        raise ResourceError(json.dumps(body))
+    return body

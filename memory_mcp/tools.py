@@ -9,6 +9,7 @@ memory/api.py, and redacts its answer with state.services_redaction. Nothing her
 from __future__ import annotations
 
 import inspect
+import json
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -32,7 +33,7 @@ from memory.services import Actor, MemoryDenied, check_access, write_memory
 from memory_mcp.principal import Principal
 from pool.shared import subscribed_facts
 from state.services import state_at_seq, view_as
-from state.services_redaction import redact_for, redact_text_for
+from state.services_redaction import mask_output_for, redact_for, redact_text_for
 from state.viewing import redact_state
 
 
@@ -277,6 +278,22 @@ def review(principal: Principal, *, client: str, proposal_id: int, verdict: str,
     except curation.ReviewRefused as refusal:
         raise Refusal(refusal.code, refusal.message) from refusal
     return proposal_status(principal, proposal_id=proposal_id)
+
+
+def net(experiment: Experiment, value: dict[str, Any]) -> dict[str, Any]:
+    """The last-line net every API answer passes (every known secret of the experiment, as rendered JSON)."""
+    return json.loads(mask_output_for(experiment, json.dumps(value, ensure_ascii=False)))  # type: ignore[no-any-return]
+
+
+def answer(impl: Callable[..., dict[str, Any]], principal: Principal, **kwargs: Any) -> tuple[bool, dict[str, Any]]:
+    """(refused, body): the tool's answer or its refusal, both through the net; anything else is a bug and raises."""
+    try:
+        return False, net(principal.experiment, impl(principal, **kwargs))
+    except Exception as exc:
+        refusal = translate(exc)
+        if refusal is None:
+            raise
+        return True, net(principal.experiment, refusal.body())
 
 
 def translate(exc: Exception) -> Refusal | None:

@@ -96,12 +96,14 @@ def test_a_secret_in_memory_comes_back_masked(asgi_server, seeded) -> None:
             noted = await call(client, "memory_note", {"content": "Login for the gateway staging box: hunter2-PASS"})
             assert noted[0] is False, noted
             _, found = await call(client, "memory_search", {"query": "staging box", "max_results": 5})
-        return noted[1], found
+            echoed = await call(client, "state_get", {"run_id": "hunter2-PASS"})
+            assert echoed[0] and echoed[1]["code"] == "run_not_found", echoed
+        return noted[1], found | {"echoed": echoed[1]}
 
     noted, found = asyncio.run(scenario())
     assert noted["target"] == "daily"
     texts = json.dumps(found)
-    assert "staging box" in texts and "hunter2-PASS" not in texts
+    assert "staging box" in texts and "No run '" in texts and "hunter2-PASS" not in texts
 
 
 def test_a_token_of_another_experiment_sees_nothing_of_this_one(asgi_server, seeded) -> None:
@@ -143,6 +145,9 @@ def test_no_token_wrong_token_and_foreign_host_are_refused(asgi_server, seeded) 
     assert (wrong.status_code, wrong.json()["code"]) == (401, "invalid_token")
     assert (rebound.status_code, rebound.json()["code"]) == (421, "invalid_host")
     assert (foreign.status_code, foreign.json()["code"]) == (403, "invalid_origin")
+    served = requests.post(f"{asgi_server.url}/mcp/", json=body, timeout=10, headers={**headers, "Authorization": f"Bearer {token}"})
+    assert served.status_code == 200 and served.headers["x-content-type-options"] == "nosniff"
+    assert bare.headers["x-content-type-options"] == "nosniff" and bare.headers["www-authenticate"].startswith("Bearer")
 
 
 def test_concurrent_proposals_from_several_clients_land_once_each(asgi_server, seeded) -> None:
