@@ -12,7 +12,9 @@ of the SDK's separate lists that could drift from it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,10 +25,11 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from awp_site.apierrors import ApiError
-from memory_mcp.principal import Principal, authenticate
+from memory_mcp.principal import Credentials, authenticate
 from memory_mcp.server import AGENT_HEADER, build_server
 
 MOUNT = "/mcp"
+VERIFIED_FOR_SECONDS = 60.0
 
 
 def is_mcp_path(path: str) -> bool:
@@ -75,6 +78,9 @@ class McpMount:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready: asyncio.Future[None] | None = None
         self._serving: asyncio.Task[None] | None = None
+        # sha256 of secrets this process found valid lately: only decides whether the 401 pre-check runs, never
+        # grants anything (every call looks its token up again).
+        self._verified: dict[str, float] = {}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not is_mcp_path(scope.get("path", "")):
@@ -88,22 +94,37 @@ class McpMount:
             await _answer(send, 403, "invalid_origin", "Requests from this origin are not accepted.")
             return
         scheme, _, secret = _header(scope, b"authorization").partition(" ")
-        client = (scope.get("client") or ("?", 0))[0]
-        try:
-            token = await database_sync_to_async(authenticate)(secret.strip(), client_address=client) if scheme.lower() == "bearer" else None
-        except ApiError as exc:
-            await _answer(send, exc.status, exc.code, exc.message)
-            return
-        if token is None:
-            await _answer(send, 401, "invalid_token", "Send an experiment API token: Authorization: Bearer <token>.",
-                          [(b"www-authenticate", b'Bearer realm="awp-mcp"')])  # fmt: skip
-            return
-        base_url = f"{scope.get('scheme', 'http')}://{_header(scope, b'host')}"
-        principal = Principal(token=token, agent_header=_header(scope, AGENT_HEADER.encode()), base_url=base_url)
+        secret = secret.strip() if scheme.lower() == "bearer" else ""
+        credentials = Credentials(
+            secret=secret, agent_header=_header(scope, AGENT_HEADER.encode()), client_address=(scope.get("client") or ("?", 0))[0],
+            base_url=f"{scope.get('scheme', 'http')}://{_header(scope, b'host')}",
+        )  # fmt: skip
+        if not self._seen_lately(secret):
+            # A token this process has not seen lately is looked up here, so a wrong one gets HTTP 401 (what MCP
+            # clients expect). Every tool call looks it up again anyway, in the hop that does its work.
+            try:
+                token = await database_sync_to_async(authenticate)(secret, client_address=credentials.client_address) if secret else None
+            except ApiError as exc:
+                await _answer(send, exc.status, exc.code, exc.message)
+                return
+            if token is None:
+                await _answer(send, 401, "invalid_token", "Send an experiment API token: Authorization: Bearer <token>.",
+                              [(b"www-authenticate", b'Bearer realm="awp-mcp"')])  # fmt: skip
+                return
+            self._remember(secret)
         manager = await self._running_manager()
-        # A fresh state dict per request: the principal must never leak into another request's scope.
-        scoped = {**scope, "state": {**scope.get("state", {}), "awp_principal": principal}}
+        # A fresh state dict per request: credentials must never leak into another request's scope.
+        scoped = {**scope, "state": {**scope.get("state", {}), "awp_credentials": credentials}}
         await manager.handle_request(scoped, receive, _with_headers(send))
+
+    def _seen_lately(self, secret: str) -> bool:
+        seen = self._verified.get(hashlib.sha256(secret.encode()).hexdigest()) if secret else None
+        return seen is not None and time.monotonic() - seen < VERIFIED_FOR_SECONDS
+
+    def _remember(self, secret: str) -> None:
+        if len(self._verified) > 10_000:
+            self._verified.clear()
+        self._verified[hashlib.sha256(secret.encode()).hexdigest()] = time.monotonic()
 
     async def _running_manager(self) -> StreamableHTTPSessionManager:
         loop = asyncio.get_running_loop()

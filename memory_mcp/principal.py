@@ -1,7 +1,7 @@
 """Who calls a tool: an experiment's API token (and the user it was issued to), the MCP client, the agent header.
 
-The token is looked up on every HTTP request (stateless transport) and on every stdio call, so a revoked token
-stops working at once, as it does on the HTTP API.
+The token is looked up for every tool call, in the same thread hop as the tool's own work (one hop per call, as
+a Django view has), so a revoked token stops working at once, as it does on the HTTP API.
 """
 
 from __future__ import annotations
@@ -29,6 +29,25 @@ class Principal:
 
     def may(self, scope: str) -> bool:
         return self.token.has_scope(scope)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What a request presents: the bearer secret, the agent header, the URL it came to (and the token when the
+    HTTP mount has just looked it up)."""
+
+    secret: str
+    agent_header: str = ""
+    base_url: str = ""
+    client_address: str = "stdio"
+    token: ApiToken | None = None
+
+    def resolve(self, *, agent_header: str = "") -> Principal | None:
+        """The principal these credentials stand for now (a fresh look-up: revocation applies at once)."""
+        token = authenticate(self.secret, client_address=self.client_address)
+        if token is None:
+            return None
+        return Principal(token=token, agent_header=agent_header or self.agent_header, base_url=self.base_url)
 
 
 def authenticate(secret: str, *, client_address: str = "stdio") -> ApiToken | None:

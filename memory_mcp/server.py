@@ -3,7 +3,7 @@
 One `MCPServer` per process serves every HTTP request (stateless, JSON responses); stdio builds its own with
 the token it was started with. The caller of the message being handled is kept in a context variable by
 `CallerScope` (the SDK's server middleware): it filters `tools/list` and `resources/list` by the token's
-scopes, refuses the rest, and lets the tools find their principal.
+scopes and lets the tools find the credentials; each tool call checks token and scope itself.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Annotated, Any, Literal
 
 from channels.db import database_sync_to_async
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, ListResourcesResult, ListToolsResult, TextContent
 from pydantic import Field
 
 from memory_mcp import tools
-from memory_mcp.principal import Principal, authenticate
+from memory_mcp.principal import Credentials, Principal
 
 AGENT_HEADER = "x-awp-agent"
 
@@ -56,7 +56,7 @@ INSTRUCTIONS = (
 class Call:
     """The caller of the message being handled, and the MCP client it speaks through."""
 
-    principal: Principal
+    credentials: Credentials
     client: str
 
 
@@ -72,42 +72,38 @@ def _client_label(ctx: ServerRequestContext[Any, Any]) -> str:
 
 
 class CallerScope:
-    """Server middleware: who is calling (HTTP: the mount's principal; stdio: the command's token), what they see."""
+    """Server middleware: who is calling (HTTP: the mount's credentials; stdio: the command's token), what they see.
+
+    Tool calls and resource reads look the token up themselves, in the same thread hop as their work; the
+    listings look it up here to know the scopes.
+    """
 
     def __init__(self, stdio_secret: str = "") -> None:
         self.stdio_secret = stdio_secret
 
-    async def _principal(self, ctx: ServerRequestContext[Any, Any]) -> Principal | None:
+    def _credentials(self, ctx: ServerRequestContext[Any, Any]) -> Credentials | None:
         request = ctx.request
         if request is not None:
-            principal = request.scope.get("state", {}).get("awp_principal")
-            return principal if isinstance(principal, Principal) else None
-        if not self.stdio_secret:
-            return None
-        # stdio: the token is looked up again for every message, so revoking it stops the process's access too.
-        token = await database_sync_to_async(authenticate)(self.stdio_secret)
-        return Principal(token=token) if token is not None else None
+            credentials = request.scope.get("state", {}).get("awp_credentials")
+            return credentials if isinstance(credentials, Credentials) else None
+        return Credentials(secret=self.stdio_secret) if self.stdio_secret else None
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        principal = await self._principal(ctx)
-        if principal is None:
-            # The HTTP mount answers 401 before this; stdio with a revoked token lands here.
-            if ctx.method in ("tools/list", "resources/list", "resources/templates/list", "prompts/list"):
-                return {"tools": []} if ctx.method == "tools/list" else await call_next(ctx)
-            if ctx.method in ("tools/call", "resources/read"):
-                raise ToolError(json.dumps({"ok": False, "code": "invalid_token", "message": "The token is unknown or revoked."}))
-            return await call_next(ctx)
-        reset = current_call.set(Call(principal=principal, client=_client_label(ctx)))
+        credentials = self._credentials(ctx)
+        # Without credentials there is no caller: the tools refuse (invalid_token) and the listings are empty.
+        reset = current_call.set(Call(credentials=credentials, client=_client_label(ctx)) if credentials else None)
         try:
             result = await call_next(ctx)
         finally:
             current_call.reset(reset)
-        if ctx.method == "tools/list":
-            return _filtered_tools(result, principal)
         if ctx.method == "tools/call":
             return _clean_refusal(result)
-        if ctx.method == "resources/list" and not principal.may(RESOURCE_SCOPE):
-            return ListResourcesResult(resources=[])
+        if ctx.method in ("tools/list", "resources/list"):
+            principal = await database_sync_to_async(credentials.resolve)() if credentials else None
+            if ctx.method == "tools/list":
+                return _filtered_tools(result, principal)
+            if principal is None or not principal.may(RESOURCE_SCOPE):
+                return ListResourcesResult(resources=[])
         return result
 
 
@@ -143,32 +139,25 @@ def _clean_refusal(result: HandlerResult) -> HandlerResult:
     return result
 
 
-def _filtered_tools(result: HandlerResult, principal: Principal) -> HandlerResult:
+def _filtered_tools(result: HandlerResult, principal: Principal | None) -> HandlerResult:
+    def offered(name: str) -> bool:
+        return principal is not None and principal.may(TOOL_SCOPES.get(name, "review"))
+
     if isinstance(result, ListToolsResult):
-        allowed = [tool for tool in result.tools if principal.may(TOOL_SCOPES.get(tool.name, "review"))]
-        return result.model_copy(update={"tools": allowed})
+        return result.model_copy(update={"tools": [tool for tool in result.tools if offered(tool.name)]})
     if isinstance(result, dict):
-        listed = result.get("tools", [])
-        return {**result, "tools": [t for t in listed if principal.may(TOOL_SCOPES.get(t.get("name", ""), "review"))]}
+        return {**result, "tools": [tool for tool in result.get("tools", []) if offered(str(tool.get("name", "")))]}
     return result
 
 
-async def run_tool(name: str, ctx: Context | None, impl: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
-    """Check the tool's scope for the current caller, run `impl` with the ORM off the event loop, render refusals."""
+async def run_tool(name: str, impl: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+    """Run `impl` for the current caller with the ORM off the event loop (token, scope and work in one hop)."""
     call = current_call.get()
     if call is None:
-        raise ToolError(json.dumps({"ok": False, "code": "invalid_token", "message": "No valid bearer token."}))
-    scope = TOOL_SCOPES[name]
-    if not call.principal.may(scope):
-        missing = tools.Refusal("missing_scope", f"This token lacks the '{scope}' scope that {name} needs.")
-        raise ToolError(json.dumps(missing.body()))
-    headers = ctx.headers if ctx is not None else None
-    principal = call.principal
-    if headers and headers.get(AGENT_HEADER):
-        principal = Principal(token=principal.token, agent_header=headers.get(AGENT_HEADER, ""), base_url=principal.base_url)
+        raise ToolError(json.dumps(tools.Refusal("invalid_token", "No valid bearer token.").body()))
     if "client" in kwargs:
         kwargs["client"] = f"MCP {call.client}"
-    refused, body = await database_sync_to_async(tools.answer)(impl, principal, **kwargs)
+    refused, body = await database_sync_to_async(tools.answer)(impl, call.credentials, scope=TOOL_SCOPES[name], **kwargs)
     if refused:
         raise ToolError(json.dumps(body))
     return body
@@ -190,7 +179,6 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
 
     @server.tool(name="memory_search", description="Search the experiment's memory (the memory API's search): keyword, semantic, date_range or agent_filter mode over the tiers. Answers {results: [{tier, source, content, score, timestamp}], total}.")
     async def memory_search(
-        ctx: Context,
         query: Annotated[str, Field(max_length=2000, description="What to look for.")] = "",
         mode: Annotated[Mode, Field(description="keyword (default), semantic, date_range or agent_filter.")] = "keyword",
         tiers: Annotated[list[Tier], Field(max_length=8, description="Tiers to search (default: the mode's tiers).")] = [],  # noqa: B006 - pydantic copies defaults
@@ -201,35 +189,32 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         agent_id: AgentId = "",
         run_id: RunId = "",
     ) -> dict[str, Any]:
-        return await run_tool("memory_search", ctx, tools.search, query=query, mode=mode, tiers=list(tiers), max_results=max_results,
+        return await run_tool("memory_search", tools.search, query=query, mode=mode, tiers=list(tiers), max_results=max_results,
                               agent_filter=agent_filter, start=start, end=end, agent_id=agent_id, run_id=run_id)  # fmt: skip
 
     @server.tool(name="memory_recall", description="The recall block this agent would receive now: its own episodes plus what the sharing rules let it see, ranked by salience. Answers {agent_id, turn, query, top_k, items, below_cut, block}.")
     async def memory_recall(
-        ctx: Context,
         agent_id: AgentId = "",
         query: Annotated[str, Field(max_length=2000, description="What the agent is about to do (relevance).")] = "",
         top_k: Annotated[int | None, Field(ge=1, le=100, description="How many episodes (default: the protocol's).")] = None,
         run_id: RunId = "",
     ) -> dict[str, Any]:
-        return await run_tool("memory_recall", ctx, tools.recall, agent_id=agent_id, query=query, top_k=top_k, run_id=run_id)
+        return await run_tool("memory_recall", tools.recall, agent_id=agent_id, query=query, top_k=top_k, run_id=run_id)
 
     @server.tool(name="memory_read", description="Long-term memory (MEMORY.md) at its current version, or at `version`. Answers {version, content, exists, updated_at}.")
     async def memory_read(
-        ctx: Context,
         version: Annotated[int | None, Field(ge=1, description="A MEMORY.md version (default: the current one).")] = None,
         agent_id: AgentId = "",
         run_id: RunId = "",
     ) -> dict[str, Any]:
-        return await run_tool("memory_read", ctx, tools.read_long_term, version=version, agent_id=agent_id, run_id=run_id)
+        return await run_tool("memory_read", tools.read_long_term, version=version, agent_id=agent_id, run_id=run_id)
 
     @server.tool(name="memory_prior", description="The prior-run block (## PRIOR RUN MEMORY: known tools, confirmed facts, antipatterns), built from promoted memory only. Answers {block}.")
-    async def memory_prior(ctx: Context, agent_id: AgentId = "", run_id: RunId = "") -> dict[str, Any]:
-        return await run_tool("memory_prior", ctx, tools.prior, agent_id=agent_id, run_id=run_id)
+    async def memory_prior(agent_id: AgentId = "", run_id: RunId = "") -> dict[str, Any]:
+        return await run_tool("memory_prior", tools.prior, agent_id=agent_id, run_id=run_id)
 
     @server.tool(name="memory_propose", description="Propose a fact, tool recipe or antipattern for long-term memory. It waits in the experiment's Review queue (with this agent and MCP client as provenance) until a person approves or rejects it; it is never written to MEMORY.md directly. Answers {status: 'proposed', proposal_id, review_url}. The same idempotency_key again returns the first proposal.")
     async def memory_propose(
-        ctx: Context,
         statement: Annotated[str, Field(min_length=1, max_length=2000, description="The fact, tool recipe or antipattern, in one or a few sentences.")],
         kind: Annotated[Kind, Field(description="fact, tool or antipattern.")] = "fact",
         evidence: Annotated[str, Field(max_length=4000, description="Why it holds: what was observed.")] = "",
@@ -238,63 +223,58 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         agent_id: AgentId = "",
         run_id: RunId = "",
     ) -> dict[str, Any]:
-        return await run_tool("memory_propose", ctx, tools.propose, client="", statement=statement, kind=kind, evidence=evidence,
+        return await run_tool("memory_propose", tools.propose, client="", statement=statement, kind=kind, evidence=evidence,
                               source=source, idempotency_key=idempotency_key, agent_id=agent_id, run_id=run_id)  # fmt: skip
 
     @server.tool(name="memory_proposal_status", description="Where a proposal stands: pending; approved (with the MEMORY.md version it went into); rejected (with the reason); retracted.")
-    async def memory_proposal_status(ctx: Context, proposal_id: Annotated[int, Field(ge=1, description="The id memory_propose answered.")]) -> dict[str, Any]:
-        return await run_tool("memory_proposal_status", ctx, tools.proposal_status, proposal_id=proposal_id)
+    async def memory_proposal_status(proposal_id: Annotated[int, Field(ge=1, description="The id memory_propose answered.")]) -> dict[str, Any]:
+        return await run_tool("memory_proposal_status", tools.proposal_status, proposal_id=proposal_id)
 
     @server.tool(name="memory_note", description="Append a note to the working tier (today's daily log), as the memory API's daily write. Answers {target, date, path} (or {target, run_id, seq} with a run).")
     async def memory_note(
-        ctx: Context,
         content: Annotated[str, Field(min_length=1, max_length=100_000, description="The note.")],
         agent_id: AgentId = "",
         run_id: RunId = "",
     ) -> dict[str, Any]:
-        return await run_tool("memory_note", ctx, tools.note, content=content, agent_id=agent_id, run_id=run_id)
+        return await run_tool("memory_note", tools.note, content=content, agent_id=agent_id, run_id=run_id)
 
     @server.tool(name="board_post", description="Post an entry on a run's blackboard. Answers {entry_id, seq}.")
     async def board_post(
-        ctx: Context,
         run_id: Annotated[str, Field(min_length=1, max_length=200, description="The run whose board to post on.")],
         topic: Annotated[str, Field(min_length=1, max_length=300, description="The entry's topic.")],
         payload: Annotated[dict[str, Any], Field(description="The entry's JSON payload.")] = {},  # noqa: B006
         agent_id: AgentId = "",
     ) -> dict[str, Any]:
-        return await run_tool("board_post", ctx, tools.board_post, run_id=run_id, topic=topic, payload=payload, agent_id=agent_id)
+        return await run_tool("board_post", tools.board_post, run_id=run_id, topic=topic, payload=payload, agent_id=agent_id)
 
     @server.tool(name="board_read", description="Read a run's blackboard, optionally one topic and only entries newer than `since` (epoch seconds). Answers {entries: [{id, ts, topic, worker_id, payload}]}.")
     async def board_read(
-        ctx: Context,
         run_id: Annotated[str, Field(min_length=1, max_length=200, description="The run whose board to read.")],
         topic: Annotated[str, Field(max_length=300, description="Only this topic.")] = "",
         since: Annotated[float | None, Field(description="Only entries newer than this epoch timestamp.")] = None,
     ) -> dict[str, Any]:
-        return await run_tool("board_read", ctx, tools.board_read, run_id=run_id, topic=topic, since=since)
+        return await run_tool("board_read", tools.board_read, run_id=run_id, topic=topic, since=since)
 
     @server.tool(name="state_get", description="A run's state at `seq` (default: now) as the calling agent sees it under the protocol's sharing rules, sensitive fields masked. Answers {run_id, seq, agent_id, state}.")
     async def state_get(
-        ctx: Context,
         run_id: Annotated[str, Field(min_length=1, max_length=200, description="The run.")],
         seq: Annotated[int | None, Field(ge=0, description="A ledger position (default: the newest).")] = None,
         agent_id: AgentId = "",
     ) -> dict[str, Any]:
-        return await run_tool("state_get", ctx, tools.state_get, run_id=run_id, seq=seq, agent_id=agent_id)
+        return await run_tool("state_get", tools.state_get, run_id=run_id, seq=seq, agent_id=agent_id)
 
     @server.tool(name="pool_facts", description="The shared pool's facts this experiment subscribes to, newest version of each. Answers {facts: [{fact_id, version, statement, tags, label}]}.")
-    async def pool_facts(ctx: Context) -> dict[str, Any]:
-        return await run_tool("pool_facts", ctx, tools.pool_facts)
+    async def pool_facts() -> dict[str, Any]:
+        return await run_tool("pool_facts", tools.pool_facts)
 
     @server.tool(name="memory_review", description="Vote on a proposal (approve or reject) as the user this token was issued to; the experiment's quorum decides. Answers the proposal's status.")
     async def memory_review(
-        ctx: Context,
         proposal_id: Annotated[int, Field(ge=1, description="The proposal.")],
         verdict: Annotated[Literal["approve", "reject"], Field(description="approve or reject.")],
         text: Annotated[str, Field(max_length=5000, description="Approve this edited text instead.")] = "",
         reason: Annotated[str, Field(max_length=2000, description="Why.")] = "",
     ) -> dict[str, Any]:
-        return await run_tool("memory_review", ctx, tools.review, client="", proposal_id=proposal_id, verdict=verdict, text=text, reason=reason)
+        return await run_tool("memory_review", tools.review, client="", proposal_id=proposal_id, verdict=verdict, text=text, reason=reason)
 
     @server.resource("awp://memory/MEMORY.md", name="MEMORY.md", description="The experiment's long-term memory, current version.", mime_type="text/markdown")
     async def memory_md() -> str:
@@ -310,9 +290,9 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
 
 async def _resource(impl: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
     call = current_call.get()
-    if call is None or not call.principal.may(RESOURCE_SCOPE):
-        raise ResourceError(json.dumps({"ok": False, "code": "missing_scope", "message": f"Resources need the '{RESOURCE_SCOPE}' scope."}))
-    refused, body = await database_sync_to_async(tools.answer)(impl, call.principal, **kwargs)
+    if call is None:
+        raise ResourceError(json.dumps(tools.Refusal("invalid_token", "No valid bearer token.").body()))
+    refused, body = await database_sync_to_async(tools.answer)(impl, call.credentials, scope=RESOURCE_SCOPE, **kwargs)
     if refused:
         raise ResourceError(json.dumps(body))
     return body

@@ -30,7 +30,7 @@ from memory.episodes import recall_data, recall_for
 from memory.longterm import current_long_term, get_long_term_version
 from memory.recall import RecallConfigError
 from memory.services import Actor, MemoryDenied, check_access, write_memory
-from memory_mcp.principal import Principal
+from memory_mcp.principal import Credentials, Principal
 from pool.shared import subscribed_facts
 from state.services import state_at_seq, view_as
 from state.services_redaction import mask_output_for, redact_for, redact_text_for
@@ -285,8 +285,24 @@ def net(experiment: Experiment, value: dict[str, Any]) -> dict[str, Any]:
     return json.loads(mask_output_for(experiment, json.dumps(value, ensure_ascii=False)))  # type: ignore[no-any-return]
 
 
-def answer(impl: Callable[..., dict[str, Any]], principal: Principal, **kwargs: Any) -> tuple[bool, dict[str, Any]]:
-    """(refused, body): the tool's answer or its refusal, both through the net; anything else is a bug and raises."""
+def answer(
+    impl: Callable[..., dict[str, Any]], credentials: Credentials, *, scope: str, agent_header: str = "", **kwargs: Any
+) -> tuple[bool, dict[str, Any]]:
+    """(refused, body): authenticate, check the scope, run the tool; answer and refusal both through the net.
+
+    Anything that is not a refusal is a bug and raises.
+    """
+    try:
+        principal = credentials.resolve(agent_header=agent_header)
+    except Exception as exc:  # the token look-up's rate limit (429 rate_limited)
+        refusal = translate(exc)
+        if refusal is None:
+            raise
+        return True, refusal.body()
+    if principal is None:
+        return True, Refusal("invalid_token", "The token is unknown or revoked.").body()
+    if not principal.may(scope):
+        return True, Refusal("missing_scope", f"This token lacks the '{scope}' scope.").body()
     try:
         return False, net(principal.experiment, impl(principal, **kwargs))
     except Exception as exc:
