@@ -150,7 +150,7 @@ def _filtered_tools(result: HandlerResult, principal: Principal | None) -> Handl
     return result
 
 
-async def run_tool(name: str, impl: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+async def run_tool(name: str, impl: Callable[..., dict[str, Any]], **kwargs: Any) -> CallToolResult:
     """Run `impl` for the current caller with the ORM off the event loop (token, scope and work in one hop)."""
     call = current_call.get()
     if call is None:
@@ -160,7 +160,9 @@ async def run_tool(name: str, impl: Callable[..., dict[str, Any]], **kwargs: Any
     refused, body = await database_sync_to_async(tools.answer)(impl, call.credentials, scope=TOOL_SCOPES[name], **kwargs)
     if refused:
         raise ToolError(json.dumps(body))
-    return body
+    # The answer as built, structured and as compact JSON text (older clients read the text): no output model to
+    # validate it against again, nothing for the client to check it with either.
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))], structured_content=body)
 
 
 # ---------------------------------------------------------------- argument types (JSON schema and docs)
@@ -188,7 +190,7 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         end: Annotated[str, Field(max_length=10, description="date_range mode: last day, YYYY-MM-DD.")] = "",
         agent_id: AgentId = "",
         run_id: RunId = "",
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return await run_tool("memory_search", tools.search, query=query, mode=mode, tiers=list(tiers), max_results=max_results,
                               agent_filter=agent_filter, start=start, end=end, agent_id=agent_id, run_id=run_id)  # fmt: skip
 
@@ -198,7 +200,7 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         query: Annotated[str, Field(max_length=2000, description="What the agent is about to do (relevance).")] = "",
         top_k: Annotated[int | None, Field(ge=1, le=100, description="How many episodes (default: the protocol's).")] = None,
         run_id: RunId = "",
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return await run_tool("memory_recall", tools.recall, agent_id=agent_id, query=query, top_k=top_k, run_id=run_id)
 
     @server.tool(name="memory_read", description="Long-term memory (MEMORY.md) at its current version, or at `version`. Answers {version, content, exists, updated_at}.")
@@ -206,11 +208,11 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         version: Annotated[int | None, Field(ge=1, description="A MEMORY.md version (default: the current one).")] = None,
         agent_id: AgentId = "",
         run_id: RunId = "",
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return await run_tool("memory_read", tools.read_long_term, version=version, agent_id=agent_id, run_id=run_id)
 
     @server.tool(name="memory_prior", description="The prior-run block (## PRIOR RUN MEMORY: known tools, confirmed facts, antipatterns), built from promoted memory only. Answers {block}.")
-    async def memory_prior(agent_id: AgentId = "", run_id: RunId = "") -> dict[str, Any]:
+    async def memory_prior(agent_id: AgentId = "", run_id: RunId = "") -> CallToolResult:
         return await run_tool("memory_prior", tools.prior, agent_id=agent_id, run_id=run_id)
 
     @server.tool(name="memory_propose", description="Propose a fact, tool recipe or antipattern for long-term memory. It waits in the experiment's Review queue (with this agent and MCP client as provenance) until a person approves or rejects it; it is never written to MEMORY.md directly. Answers {status: 'proposed', proposal_id, review_url}. The same idempotency_key again returns the first proposal.")
@@ -222,12 +224,12 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         idempotency_key: Annotated[str, Field(max_length=200, description="A client key; retrying with it lands the proposal once.")] = "",
         agent_id: AgentId = "",
         run_id: RunId = "",
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return await run_tool("memory_propose", tools.propose, client="", statement=statement, kind=kind, evidence=evidence,
                               source=source, idempotency_key=idempotency_key, agent_id=agent_id, run_id=run_id)  # fmt: skip
 
     @server.tool(name="memory_proposal_status", description="Where a proposal stands: pending; approved (with the MEMORY.md version it went into); rejected (with the reason); retracted.")
-    async def memory_proposal_status(proposal_id: Annotated[int, Field(ge=1, description="The id memory_propose answered.")]) -> dict[str, Any]:
+    async def memory_proposal_status(proposal_id: Annotated[int, Field(ge=1, description="The id memory_propose answered.")]) -> CallToolResult:
         return await run_tool("memory_proposal_status", tools.proposal_status, proposal_id=proposal_id)
 
     @server.tool(name="memory_note", description="Append a note to the working tier (today's daily log), as the memory API's daily write. Answers {target, date, path} (or {target, run_id, seq} with a run).")
@@ -235,7 +237,7 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         content: Annotated[str, Field(min_length=1, max_length=100_000, description="The note.")],
         agent_id: AgentId = "",
         run_id: RunId = "",
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return await run_tool("memory_note", tools.note, content=content, agent_id=agent_id, run_id=run_id)
 
     @server.tool(name="board_post", description="Post an entry on a run's blackboard. Answers {entry_id, seq}.")
@@ -244,7 +246,7 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         topic: Annotated[str, Field(min_length=1, max_length=300, description="The entry's topic.")],
         payload: Annotated[dict[str, Any], Field(description="The entry's JSON payload.")] = {},  # noqa: B006
         agent_id: AgentId = "",
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return await run_tool("board_post", tools.board_post, run_id=run_id, topic=topic, payload=payload, agent_id=agent_id)
 
     @server.tool(name="board_read", description="Read a run's blackboard, optionally one topic and only entries newer than `since` (epoch seconds). Answers {entries: [{id, ts, topic, worker_id, payload}]}.")
@@ -252,7 +254,7 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         run_id: Annotated[str, Field(min_length=1, max_length=200, description="The run whose board to read.")],
         topic: Annotated[str, Field(max_length=300, description="Only this topic.")] = "",
         since: Annotated[float | None, Field(description="Only entries newer than this epoch timestamp.")] = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return await run_tool("board_read", tools.board_read, run_id=run_id, topic=topic, since=since)
 
     @server.tool(name="state_get", description="A run's state at `seq` (default: now) as the calling agent sees it under the protocol's sharing rules, sensitive fields masked. Answers {run_id, seq, agent_id, state}.")
@@ -260,11 +262,11 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         run_id: Annotated[str, Field(min_length=1, max_length=200, description="The run.")],
         seq: Annotated[int | None, Field(ge=0, description="A ledger position (default: the newest).")] = None,
         agent_id: AgentId = "",
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return await run_tool("state_get", tools.state_get, run_id=run_id, seq=seq, agent_id=agent_id)
 
     @server.tool(name="pool_facts", description="The shared pool's facts this experiment subscribes to, newest version of each. Answers {facts: [{fact_id, version, statement, tags, label}]}.")
-    async def pool_facts() -> dict[str, Any]:
+    async def pool_facts() -> CallToolResult:
         return await run_tool("pool_facts", tools.pool_facts)
 
     @server.tool(name="memory_review", description="Vote on a proposal (approve or reject) as the user this token was issued to; the experiment's quorum decides. Answers the proposal's status.")
@@ -273,7 +275,7 @@ def build_server(*, stdio_secret: str = "") -> MCPServer:
         verdict: Annotated[Literal["approve", "reject"], Field(description="approve or reject.")],
         text: Annotated[str, Field(max_length=5000, description="Approve this edited text instead.")] = "",
         reason: Annotated[str, Field(max_length=2000, description="Why.")] = "",
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return await run_tool("memory_review", tools.review, client="", proposal_id=proposal_id, verdict=verdict, text=text, reason=reason)
 
     @server.resource("awp://memory/MEMORY.md", name="MEMORY.md", description="The experiment's long-term memory, current version.", mime_type="text/markdown")
