@@ -56,8 +56,10 @@ def test_tools_offered_follow_the_token_scopes(asgi_server, seeded) -> None:
             read_tools = {tool.name for tool in (await client.list_tools()).tools}
             refused = await call(client, "memory_propose", {"statement": "Reads never write.", "kind": "fact"})
             resources = [str(r.uri) for r in (await client.list_resources()).resources]
+            protocol = json.loads((await client.read_resource("awp://experiment/protocol")).contents[0].text)
         async with http_client(asgi_server.url, write) as client:
             write_tools = {tool.name for tool in (await client.list_tools()).tools}
+        assert protocol["slug"] == seeded.slug and "protocol" in protocol
         return read_tools, write_tools, refused, resources
 
     read_tools, write_tools, (is_error, refusal), resources = asyncio.run(scenario())
