@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "memory.curation",
     "pool",
     "otel",
+    "memory_mcp",
 ]
 
 MIDDLEWARE = [

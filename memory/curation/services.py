@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -497,3 +498,63 @@ def _schedule_writeback(experiment: Experiment, trigger: str) -> None:
 def _announce(experiment: Experiment) -> None:
     experiment_id = experiment.pk
     transaction.on_commit(lambda: announce_experiment_changed(experiment_id=experiment_id, what="review"), robust=True)
+
+
+# ---------------------------------------------------------------- proposals by agents
+
+
+PROPOSABLE_KINDS = (Proposal.Kind.FACT, Proposal.Kind.TOOL, Proposal.Kind.ANTIPATTERN)
+STATEMENT_MAX_CHARS = 2000
+
+
+def agent_proposal_key(kind: str, statement: str) -> str:
+    """The proposal key of an agent's statement: a fact as the curator keys it, other kinds by their text."""
+    if kind == Proposal.Kind.FACT:
+        return curator.fact_key(statement)
+    return f"agent:{curator.antipattern_key(' '.join(statement.split()))}"
+
+
+@transaction.atomic
+def propose_item(
+    *, experiment: Experiment, kind: str, statement: str, agent_id: str, client: str, via: str,
+    source: str = "", evidence: str = "", run_id: str = "", idempotency_key: str = "",
+) -> tuple[Proposal, bool]:
+    """An agent proposes a fact, tool or antipattern: it waits in the Review queue (never written to MEMORY.md here).
+
+    Returns (proposal, created). The same statement from several agents is one proposal with one piece of
+    evidence per proposer; a repeated `idempotency_key` from the same caller (`via`) returns its first proposal.
+    """
+    if kind not in PROPOSABLE_KINDS:
+        raise ReviewRefused(422, "invalid_kind", "kind must be fact, tool or antipattern.")
+    statement = statement.strip()
+    if not statement or len(statement) > STATEMENT_MAX_CHARS:
+        raise ReviewRefused(422, "invalid_statement", f"statement must be 1 to {STATEMENT_MAX_CHARS} characters.")
+    # The experiment row lock (the one apply_candidates takes) serialises concurrent proposers of one experiment.
+    Experiment.objects.select_for_update().filter(pk=experiment.pk).values_list("pk", flat=True).get()
+    ref = f"agent:{via}:{idempotency_key}"[:400] if idempotency_key else ""
+    if ref:
+        earlier = Evidence.objects.filter(proposal__experiment=experiment, ref=ref).select_related("proposal").first()
+        if earlier is not None:
+            return earlier.proposal, False
+    key = agent_proposal_key(kind, statement)
+    existed = Proposal.objects.filter(experiment=experiment, kind=kind, key=key).exists()
+    text = curator.clean_fact(statement) if kind == Proposal.Kind.FACT else statement
+    note = f"proposed by {agent_id} via {client}"[:300]
+    details = {"proposed_by": {"agent_id": agent_id, "client": client, "via": via}, "source": source, "evidence": evidence}
+    candidate = curator.Candidate(
+        kind=kind, key=key, text=text, details=details,
+        evidence=[curator.EvidenceRef(ref=ref or f"agent:{via}:{uuid.uuid4().hex}"[:400], run_id=run_id, note=note)],
+    )  # fmt: skip
+    apply_candidates(experiment=experiment, candidates=[candidate], origin=Proposal.Origin.AGENT)
+    return Proposal.objects.get(experiment=experiment, kind=kind, key=key), not existed
+
+
+def proposal_status(proposal: Proposal) -> dict[str, Any]:
+    """pending | approved (with the MEMORY.md version it was promoted into) | rejected (with the reason) | retracted."""
+    answer: dict[str, Any] = {"proposal_id": proposal.pk, "status": proposal.status, "kind": proposal.kind}
+    decision = proposal.decisions.order_by("-created_at", "-pk").first()
+    if proposal.status == Proposal.Status.APPROVED and decision is not None:
+        answer.update(memory_version=decision.memory_version, text=proposal.promoted_text, decided_by=decision.decided_by)
+    elif proposal.status in (Proposal.Status.REJECTED, Proposal.Status.RETRACTED) and decision is not None:
+        answer.update(reason=decision.reason, decided_by=decision.decided_by, memory_version=decision.memory_version)
+    return answer
