@@ -35,7 +35,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy awp_site experiments state memory
+	$(BIN)/mypy awp_site experiments state memory memory_mcp
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

@@ -1,4 +1,4 @@
-"""ASGI entry point: Django for HTTP, Channels for websockets (session auth + origin check)."""
+"""ASGI entry point: Django for HTTP, the MCP server at /mcp/, Channels for websockets (session auth + origin check)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,17 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from awp_site.db import exit_unless_pgvector  # noqa: E402
+from awp_site.logging import mask_daphne_access_log  # noqa: E402
 from awp_site.routing import websocket_urlpatterns  # noqa: E402
+from memory_mcp.asgi import McpMount  # noqa: E402
 
 exit_unless_pgvector()
+mask_daphne_access_log()
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # /mcp/ is the Model Context Protocol server (memory_mcp); everything else is Django.
+        "http": McpMount(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 
 from experiments.jsonb import holds_nul
 
-# The API authenticates itself (session or bearer token); admin has its own login; the rest needs a user.
-PUBLIC_PREFIXES = ("/login/", "/healthz", "/static/", "/api/", "/admin/", "/favicon.ico")
+# The API and the OTLP receiver authenticate themselves (session or bearer token); admin has its own login; the rest needs a user.
+PUBLIC_PREFIXES = ("/login/", "/healthz", "/static/", "/api/", "/otel/", "/admin/", "/favicon.ico")
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -112,7 +112,9 @@ class RedactionNet:
     """The last line of R14: every answer about an experiment is value-masked with its known secrets.
 
     Views redact what they render (redact_for / redact_text_for); this net catches what a view forgot, in the
-    forms a value takes in HTML, JSON and URLs. An owner's audited reveal is let through as it is.
+    forms a value takes in HTML, JSON and URLs, in whole bodies, streamed bodies and the headers that carry data.
+    It also puts the request in scope of the log masks while the view runs. An owner's audited reveal is let
+    through as it is.
     """
 
     MASKED_TYPES = ("text/html", "application/json", "text/plain", "text/csv", "text/markdown")
@@ -121,18 +123,57 @@ class RedactionNet:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        if not getattr(request, "awp_redaction_scope", None) or response.streaming:
+        from awp_site.logging import request_scope, reset_scope
+
+        # Log records made while the view runs (an error's traceback, a database error's parameters) are
+        # masked with what this request reads and carries (awp_site.logging).
+        token = request_scope(request)
+        try:
+            response = self.get_response(request)
+        finally:
+            reset_scope(token)
+        if not getattr(request, "awp_redaction_scope", None):
+            return response
+        from awp_site.logging import note_url_secrets
+        from state.services_redaction import net_known_secrets
+
+        # One matcher for the answer's body, its headers and its access-log line (empty for an audited reveal).
+        known = net_known_secrets(request)
+        if not known:
+            return response
+        note_url_secrets(request, known)  # for the access-log line written after the answer
+        for name in MASKED_HEADERS:
+            if response.has_header(name):
+                response[name] = known.mask(response[name])
+        if response.streaming:
+            # Every streamed answer (exports, any StreamingHttpResponse, whatever its type) passes the same value
+            # masks chunk by chunk, with a carry-over for a secret split across two chunks (state.streams).
+            _mask_stream(response, known)
             return response
         if not response.get("Content-Type", "").startswith(self.MASKED_TYPES):
             return response
-        from state.services_redaction import mask_response_text
-
         charset = response.charset or "utf-8"
         body = response.content.decode(charset, errors="surrogateescape")
-        masked = mask_response_text(request, body)
+        masked = known.mask(body)
         if masked != body:
             response.content = masked.encode(charset, errors="surrogateescape")
             if response.has_header("Content-Length"):
                 response["Content-Length"] = str(len(response.content))
         return response
+
+
+# Headers a view derives from the data (an export's file name from the run id, a redirect to a run's page).
+MASKED_HEADERS = ("Content-Disposition", "Location", "HX-Redirect", "HX-Location", "HX-Push-Url", "HX-Trigger")
+
+
+def _mask_stream(response: HttpResponse, known: object) -> None:
+    from state.streams import amask_chunks, mask_chunks
+
+    charset = response.charset or "utf-8"
+    source = response.streaming_content  # type: ignore[attr-defined]
+    if response.is_async:  # type: ignore[attr-defined]
+        response.streaming_content = amask_chunks(source, known, charset)  # type: ignore[attr-defined, arg-type]
+    else:
+        response.streaming_content = mask_chunks(source, known, charset)  # type: ignore[attr-defined, arg-type]
+    if response.has_header("Content-Length"):
+        del response["Content-Length"]  # masking changes the length

@@ -57,6 +57,8 @@ INSTALLED_APPS = [
     "memory",
     "memory.curation",
     "pool",
+    "otel",
+    "memory_mcp",
 ]
 
 MIDDLEWARE = [
@@ -170,6 +172,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AWP_MAX_BODY_BYTES", str(32 * 
 
 # Product knobs.
 AWP_INGEST_MAX_BATCH = int(os.environ.get("AWP_INGEST_MAX_BATCH", "5000"))
+# OTLP exports handled at once per process; more answer 503 with Retry-After (exporters retry those).
+AWP_OTEL_MAX_INFLIGHT = int(os.environ.get("AWP_OTEL_MAX_INFLIGHT", "16"))
+# Memory work out as gen_ai.memory spans (otel/send.py): only when an OTLP endpoint is set, unless AWP_OTEL_SEND=off.
+AWP_OTEL_SEND = os.environ.get("AWP_OTEL_SEND", "auto").lower() != "off" and bool(
+    os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+)
+AWP_OTEL_SERVICE_NAME = os.environ.get("OTEL_SERVICE_NAME", "awp-memory")
 AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
 AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))

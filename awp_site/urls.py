@@ -16,4 +16,5 @@ urlpatterns = [
     path("", include("memory.urls")),
     path("", include("memory.curation.urls")),
     path("", include("pool.urls")),
+    path("", include("otel.urls")),
 ]

@@ -163,7 +163,7 @@ class EventOut(Schema):
     iteration: int | None
     depth: int
     ts: datetime = Field(..., description="when it happened, ISO 8601 in UTC (stable): see ts_source")
-    ts_source: str = Field(..., description="where ts came from: record | parent (the record it belongs to) | mtime (the file's) | received")
+    ts_source: str = Field(..., description="where ts came from: record | parent (the record it belongs to) | mtime (the file's) | received | span (an OTel span's start)")
     occurred_at: datetime | None
     recorded_at: datetime
     payload: Any

@@ -16,7 +16,7 @@ from experiments.charts import Series
 from experiments.models import Experiment, Run
 from state.replay import diff
 from state.services import state_at_seq
-from state.services_redaction import redact_for
+from state.services_redaction import redact_for, redactor_for
 from state.viewing import redact_diff
 
 MAX_DIFF = 500
@@ -113,6 +113,8 @@ def run_export(request: HttpRequest, experiment: Experiment, pk: int, what: str,
     run = get_object_or_404(experiment.runs, pk=pk)
     content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/json"
     response = StreamingHttpResponse(exports.stream_export(run, what, fmt), content_type=content_type)
-    safe_name = "".join(c if c.isalnum() or c in "-_" else "_" for c in run.run_id)[:80] or str(run.pk)
+    # The file name is derived from the run id: masked first (a derived spelling is not what the net looks for).
+    shown = redactor_for(experiment).text(run.run_id)
+    safe_name = "".join(c if c.isalnum() or c in "-_" else "_" for c in shown)[:80] or str(run.pk)
     response["Content-Disposition"] = f'attachment; filename="{safe_name}-{what}.{fmt}"'
     return response

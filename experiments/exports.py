@@ -1,5 +1,7 @@
 """Exports of a run's events and metrics as CSV and JSON: streamed in seq order, CHUNK events at a time, each
-chunk redacted through the façade (state.services_redaction) before it leaves, like every other way out."""
+chunk redacted through the façade (state.services_redaction) before it leaves, like every other way out: payloads,
+and the names a row is labelled with (event kind, agent id, metric field names), which may be known secrets too.
+The response then passes the stream net (awp_site.middleware.RedactionNet) like every other answer."""
 
 from __future__ import annotations
 
@@ -13,38 +15,43 @@ from asgiref.sync import sync_to_async
 
 from experiments.models import Event, Run
 from experiments.summaries import event_summary
-from state.services_redaction import redact_for, redact_text_for
+from state.services_redaction import Redactor, redactor_for
 
 CHUNK = 2000
 EVENT_COLUMNS = ["seq", "kind", "agent_id", "iteration", "depth", "occurred_at", "recorded_at", "summary", "payload"]
 METRIC_COLUMNS = ["seq", "kind", "agent_id", "iteration", "occurred_at", "field", "value"]
 
 
-def _chunk(run: Run, what: str, after: int) -> list[tuple[Event, Any]]:
+def _chunk(run: Run, what: str, after: int) -> tuple[Redactor, list[tuple[Event, Any]]]:
     """The next CHUNK events after `after` (metrics: metric.* kinds only) with their redacted payloads."""
     events = run.events.filter(seq__gt=after)
     if what == "metrics":
         events = events.filter(kind__startswith="metric.")
     rows = list(events.order_by("seq")[:CHUNK])
-    payloads = redact_for(run.experiment, [e.payload for e in rows])
-    return list(zip(rows, payloads, strict=True))
+    redactor = redactor_for(run.experiment)
+    payloads = redactor.value([e.payload for e in rows])
+    return redactor, list(zip(rows, payloads, strict=True))
 
 
-def _text(run: Run, value: str) -> str:
-    return redact_text_for(run.experiment, value) if value else value
+def _text(redactor: Redactor, value: str) -> str:
+    return redactor.text(value) if value else value
 
 
-def _record(run: Run, event: Event, payload: Any) -> dict[str, Any]:
+def _record(redactor: Redactor, event: Event, payload: Any) -> dict[str, Any]:
     return {
         "seq": event.seq,
-        "kind": event.kind,
-        "agent_id": _text(run, event.agent_id),
+        "kind": _text(redactor, event.kind),
+        "agent_id": _text(redactor, event.agent_id),
         "iteration": event.iteration,
         "depth": event.depth,
         "occurred_at": event.occurred_at.isoformat() if event.occurred_at else None,
         "recorded_at": event.recorded_at.isoformat(),
         "payload": payload,
     }
+
+
+def _records(redactor: Redactor, rows: list[tuple[Event, Any]]) -> list[dict[str, Any]]:
+    return [_record(redactor, event, payload) for event, payload in rows]
 
 
 def _numbers(payload: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -58,19 +65,19 @@ def _numbers(payload: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
                 yield name, value
 
 
-def csv_lines(run: Run, what: str, rows: list[tuple[Event, Any]]) -> str:
+def csv_lines(redactor: Redactor, what: str, rows: list[tuple[Event, Any]]) -> str:
     """CSV text for one chunk: events one row each, metrics one row per numeric field."""
     out = io.StringIO()
     writer = csv.writer(out)
     for event, payload in rows:
         when = event.occurred_at.isoformat() if event.occurred_at else ""
-        agent = _text(run, event.agent_id)
+        agent, kind = _text(redactor, event.agent_id), _text(redactor, event.kind)
         if what == "metrics":
             for name, value in _numbers(payload):
-                writer.writerow([event.seq, event.kind, agent, event.iteration, when, name, value])
+                writer.writerow([event.seq, kind, agent, event.iteration, when, _text(redactor, name), value])
         else:
             compact = orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
-            writer.writerow([event.seq, event.kind, agent, event.iteration, event.depth, when, event.recorded_at.isoformat(), event_summary(event.kind, payload), compact])
+            writer.writerow([event.seq, kind, agent, event.iteration, event.depth, when, event.recorded_at.isoformat(), event_summary(event.kind, payload), compact])
     return out.getvalue()
 
 
@@ -83,16 +90,16 @@ async def stream_export(run: Run, what: str, fmt: str) -> AsyncIterator[bytes]:
         csv.writer(head).writerow(METRIC_COLUMNS if what == "metrics" else EVENT_COLUMNS)
         yield head.getvalue().encode()
     else:
-        yield b'{"run_id": ' + orjson.dumps(await sync_to_async(_text)(run, run.run_id)) + b', "' + what.encode() + b'": ['
+        yield b'{"run_id": ' + orjson.dumps(await sync_to_async(lambda: _text(redactor_for(run.experiment), run.run_id))()) + b', "' + what.encode() + b'": ['
     while True:
-        rows = await sync_to_async(_chunk)(run, what, after)
+        redactor, rows = await sync_to_async(_chunk)(run, what, after)
         if not rows:
             break
         after = rows[-1][0].seq
         if fmt == "csv":
-            yield (await sync_to_async(csv_lines)(run, what, rows)).encode()
+            yield (await sync_to_async(csv_lines)(redactor, what, rows)).encode()
         else:
-            records = await sync_to_async(lambda chunk: [_record(run, e, p) for e, p in chunk])(rows)
+            records = await sync_to_async(_records)(redactor, rows)
             body = b",\n".join(orjson.dumps(r, option=orjson.OPT_NON_STR_KEYS, default=str) for r in records)
             yield (b"\n" if first else b",\n") + body
             first = False

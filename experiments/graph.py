@@ -128,3 +128,39 @@ def edges_of(nodes: list[Node]) -> list[tuple[str, str]]:
     ids = {n.id for n in nodes}
     out = [(dep, n.id) for n in nodes for dep in n.depends_on if dep in ids]
     return out + [(n.parent, n.id) for n in nodes if n.parent and n.parent in ids]
+
+
+@dataclass(frozen=True)
+class SpanRow:
+    """One OpenTelemetry span of a run's ledger: its ids, and for an agent span the agent and how it ended."""
+
+    seq: int
+    span_id: str
+    parent_span_id: str
+    agent: str = ""  # set for agent spans (worker.complete events of an OTel run)
+    status: str = ""
+    duration_s: float | None = None
+
+
+def span_agent_tree(root: RunInfo, spans: list[SpanRow], *, max_depth: int = 16) -> list[Node]:
+    """An OTel run's agents as a delegation tree: each agent span under the nearest agent span above it
+    (through tool and model spans in between), the outermost ones under the run."""
+    parent_of = {row.span_id: row.parent_span_id for row in spans}
+    agents = {row.span_id: row for row in spans if row.agent}
+    manager_id = f"r{root.pk}"
+    placed: list[tuple[int, int, Node]] = []
+    for row in agents.values():
+        above, depth, hops = parent_of.get(row.span_id, ""), 0, 0
+        while above and above not in agents and hops < 64:
+            above, hops = parent_of.get(above, ""), hops + 1
+        chain = above
+        while chain in agents and depth < max_depth:
+            depth += 1
+            chain = parent_of.get(chain, "")
+            while chain and chain not in agents and hops < 128:
+                chain, hops = parent_of.get(chain, ""), hops + 1
+        status = "failed" if row.status == "error" else "complete"
+        parent = f"s{above}" if above in agents else manager_id
+        placed.append((depth, row.seq, Node(f"s{row.span_id}", row.agent, "worker", status, row.agent, root.pk, row.duration_s, parent=parent, depth=depth)))
+    nodes = [Node(manager_id, f"run · {root.run_id}", "manager", root.status, "", root.pk, root.duration_s)]
+    return nodes + [node for _, _, node in sorted(placed, key=lambda item: (item[0], item[1]))]

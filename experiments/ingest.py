@@ -200,3 +200,15 @@ def _copy_line(run_field: bytes, row: Event, recorded: bytes, payload: bytes) ->
             row.ts_source.encode(),
         )
     )
+
+
+def lock_or_create_run(experiment_id: int, run_id: str, *, engine: str) -> Run:
+    """The run `run_id`, created (by `engine`) when it does not exist yet, its row locked for this transaction."""
+    run = lock_run(experiment_id, run_id)
+    if run is not None:
+        return run
+    # Concurrent first batches of one run: the unique constraint picks one row, everyone uses it.
+    Run.objects.bulk_create([Run(experiment_id=experiment_id, run_id=run_id, engine=engine)], ignore_conflicts=True)
+    run = lock_run(experiment_id, run_id)
+    assert run is not None
+    return run

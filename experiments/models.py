@@ -192,7 +192,7 @@ class Event(models.Model):
         blank=True,
         db_default="",  # writers that do not know the column (raw COPY) still insert rows
         choices=[(source, source) for source in TS_SOURCES],
-        help_text="where occurred_at came from: record | parent (the record it belongs to) | mtime (the file's) | received",
+        help_text="where occurred_at came from: record | parent (the record it belongs to) | mtime (the file's) | received | span (an OTel span's start)",
     )
 
     class Meta:

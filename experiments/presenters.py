@@ -55,11 +55,20 @@ TS_NOTES = {"parent": "from its iteration", "mtime": "file time", "received": "r
 def present_events(experiment: Experiment, events: list[Event]) -> list[EventView]:
     """Redacted, one-line-summarised events for templates (one redaction call for the whole page, no indenting:
     pretty-printing every payload up front was most of the run page's server time)."""
-    payloads = redact_for(experiment, [e.payload for e in events])
+    redactor = redactor_for(experiment)
+    payloads = redactor.value([e.payload for e in events])
+    # Kind and agent id are masked before anything is derived from them (the row's CSS class slugifies the
+    # kind: a lower-cased secret would no longer be the text the last-line net looks for).
+    names = _masked_names(redactor, [name for e in events for name in (e.kind, e.agent_id)])
     return [
-        EventView(e.seq, e.kind, e.agent_id, e.iteration, e.depth, e.ts, e.ts_from, event_summary(e.kind, p), compact_json(p))
+        EventView(e.seq, names[e.kind], names[e.agent_id], e.iteration, e.depth, e.ts, e.ts_from, event_summary(e.kind, p), compact_json(p))
         for e, p in zip(events, payloads, strict=True)
     ]
+
+
+def _masked_names(redactor: Any, names: list[str]) -> dict[str, str]:
+    """Each distinct label (kind, agent id, metric name) masked once (a page repeats a few labels)."""
+    return {name: redactor.text(name) if name else name for name in set(names)}
 
 
 def timeline_rows_markup(events: list[EventView]) -> str:

@@ -13,7 +13,7 @@ from django.db import transaction
 
 from experiments.awp.digests import check_digest
 from experiments.awp.events import parse_time
-from experiments.models import BoardPost, Digest, Event, Run
+from experiments.models import BoardPost, Digest, Event, IngestProblem, Run
 from experiments.projections import IngestRefused, ProjectionContext, register_projector
 
 TERMINAL = {choice for choice, _ in Run.Status.choices} - {Run.Status.RUNNING}
@@ -32,6 +32,9 @@ def project_run(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
     parent_ref: str | None = None
     for event in events:
         payload = event.payload
+        if event.ts_source == "span" and event.kind in SPAN_USAGE_KINDS:
+            fields["budget_used"] = _span_usage(fields.get("budget_used", run.budget_used), event)
+            continue
         if not event.kind.startswith(("run.", "iteration.")):
             continue
         if event.kind == "run.start":
@@ -68,6 +71,50 @@ def project_run(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
         Run.objects.filter(pk=run.pk).update(**fields)
         for name, value in fields.items():
             setattr(run, name, value)
+
+
+SPAN_USAGE_KINDS = frozenset({"metric.model_call", "tool.call"})
+
+
+def _span_usage(used: Any, event: Event) -> dict[str, Any]:
+    """An OpenTelemetry run has no budget limits: its use (tokens, model calls and their latency, tool calls) adds up."""
+    totals = {key: dict(value) for key, value in (used or {}).items() if isinstance(value, dict)}
+    payload = event.payload
+    if event.kind == "tool.call":
+        tools = totals.setdefault("tool_calls", {})
+        tools["used"] = tools.get("used", 0) + 1
+        return totals
+    tokens = totals.setdefault("tokens", {})
+    for field in ("input_tokens", "output_tokens"):
+        value = payload.get(field)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            name = field.removesuffix("_tokens")
+            tokens[name] = tokens.get(name, 0) + value
+    tokens["consumed"] = tokens.get("input", 0) + tokens.get("output", 0)
+    calls = totals.setdefault("model_calls", {})
+    calls["used"] = calls.get("used", 0) + 1
+    latency = payload.get("latency_ms")
+    if isinstance(latency, int | float) and not isinstance(latency, bool):
+        calls["latency_ms"] = round(calls.get("latency_ms", 0) + latency, 3)
+    return totals
+
+
+def project_span_errors(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
+    """OpenTelemetry spans that ended in error → the run's problems (one per span; a resend adds none)."""
+    rows = []
+    for event in events:
+        error = event.payload.get("error") if event.ts_source == "span" else None
+        if not isinstance(error, dict):
+            continue
+        name = str(event.payload.get("name") or event.kind)
+        what = ": ".join(part for part in (str(error.get("type") or ""), str(error.get("message") or "")) if part) or "error"
+        rows.append(
+            IngestProblem(
+                experiment_id=run.experiment_id, run_id=run.pk, path=f"span {name}"[:1000], code="span_error",
+                message=f"{name} ({event.kind}, agent {event.agent_id or '-'}): {what}", dedupe_key=f"span-error:{run.pk}:{event.dedupe_key}"[:1200],
+            )
+        )  # fmt: skip
+    IngestProblem.objects.bulk_create(rows, ignore_conflicts=True)
 
 
 def project_board(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
@@ -129,6 +176,7 @@ def register() -> None:
     register_projector("", project_run, name="experiments.run")
     register_projector("board.post", project_board, name="experiments.board")
     register_projector("digest", project_digest, name="experiments.digest")
+    register_projector("", project_span_errors, name="experiments.span_errors")
 
 
 @transaction.atomic

@@ -35,7 +35,7 @@ BUDGET_DIMENSIONS = (
 )
 # metric.budget lines carry the same numbers flat (awp-agents metrics.jsonl).
 FLAT_BUDGET = {"loops": ("loops_used", "max_loops"), "workers": ("workers_used", "max_workers"), "tokens": ("tokens_used", "max_tokens"), "tool_calls": ("tool_calls_used", "max_tool_calls"), "wall_time": ("wall_time_s", "max_wall_time_s")}
-CHART_KINDS = frozenset({"worker.complete", "metric.eval", "metric.budget", "metric.loss", "iteration.budget", "state.snapshot"})
+CHART_KINDS = frozenset({"worker.complete", "metric.eval", "metric.budget", "metric.loss", "iteration.budget", "state.snapshot", "metric.model_call"})
 
 
 @dataclass
@@ -210,7 +210,22 @@ def _budget_points(run: Run) -> dict[str, list[Point]]:
             for key, _, _, label in BUDGET_DIMENSIONS:
                 used_key, max_key = FLAT_BUDGET[key]
                 _add_budget(points[label], iteration, label, _number(payload.get(used_key)), _number(payload.get(max_key)))
+    if not any(points.values()):
+        points["tokens"] = _token_burn_up(run)
     return {label: ps for label, ps in points.items() if ps}
+
+
+def _token_burn_up(run: Run) -> list[Point]:
+    """An OTel run has no limits: its tokens so far, per model call, as % of all the run's tokens (a burn-up)."""
+    calls = _newest(run, "metric.model_call", "payload->'input_tokens', payload->'output_tokens'")
+    spent = [(_number(i) or 0.0) + (_number(o) or 0.0) for _, _, _, i, o in calls]
+    total = sum(spent)
+    points, so_far = [], 0.0
+    for number, tokens in enumerate(spent, start=1):
+        so_far += tokens
+        pct = 100.0 * so_far / total if total else 0.0
+        points.append(Point(number, round(pct, 2), f"tokens · model call {number} · {fmt_number(so_far)} of {fmt_number(total)} ({pct:.1f}%)"))
+    return points
 
 
 def _add_budget(points: list[Point], iteration: int, label: str, used: float | None, limit: float | None) -> None:
@@ -299,12 +314,15 @@ GRAPH_ITERATIONS = 12  # the newest iterations per run drawn as a tree (the list
 def run_graph(run: Run) -> list[Any]:
     """Nodes of the run's graph: the DAG of workflow.awp.yaml, or the delegation tree with sub-managers nested."""
     from experiments import graph
-    from state.services_redaction import redact_text_for
+    from state.services_redaction import redact_text_for, redactor_for
 
     if run.engine == "dag":
         facts = ledger_cache.cached(run, "dag_facts", _dag_facts)
         steps = graph.dag_steps(run.experiment.protocol or {})
         nodes = graph.dag_graph(steps, facts, run_pk=run.pk, run_started=run.started_at, run_status=run.status)
+    elif run.engine == "otel":
+        spans = ledger_cache.cached(run, "otel_spans", _span_rows)
+        nodes = graph.span_agent_tree(graph.RunInfo(run.pk, run.run_id, run.status, run.duration_seconds), spans)
     else:
         runs = {run.pk: run}
         frontier = [run.pk]
@@ -339,8 +357,14 @@ def run_graph(run: Run) -> list[Any]:
         nodes = graph.delegation_tree(infos[run.pk], infos, rows)
     labels = redact_text_for(run.experiment, "\n".join(n.label.replace("\n", " ") for n in nodes)).split("\n") if nodes else []
     timelines = {pk: reverse("experiments:run-detail", args=[run.experiment.slug, pk]) for pk in {n.run_pk for n in nodes if n.run_pk}}
+    # Node ids, edges and the worker filter are derived from agent ids: masked before they are derived into
+    # attributes (data-node, data-parent, data-deps, a URL-quoted href) the last-line net would not recognise.
+    redactor = redactor_for(run.experiment)
+    names = {name: redactor.text(name) for n in nodes for name in (n.id, n.parent, n.agent, *n.depends_on) if name}
     for node, label in zip(nodes, labels, strict=False):
         node.label = label
+        node.id, node.parent, node.agent = names.get(node.id, node.id), names.get(node.parent, node.parent), names.get(node.agent, node.agent)
+        node.depends_on = [names.get(d, d) for d in node.depends_on]
         if node.agent and node.run_pk:
             node.href = f"{timelines[node.run_pk]}?worker={quote(node.agent)}"
     return nodes
@@ -356,6 +380,28 @@ def _dag_facts(run: Run) -> dict[str, Any]:
         if agent and agent != "final":
             facts[agent] = graph.AgentFacts(parse_time(stamp) or occurred, _number(confidence))
     return facts
+
+
+SPAN_ROWS = 5000  # the newest spans read per OTel run for its agent tree
+
+
+def _span_rows(run: Run) -> list[Any]:
+    """(seq, span id, parent span id, agent, status, duration) of the newest SPAN_ROWS spans up to the run's head."""
+    from experiments import graph
+
+    rows = _rows(
+        """SELECT seq, kind, agent_id, payload->>'span_id', payload->>'parent_span_id', payload->>'status', payload->'duration_ms'
+           FROM experiments_event WHERE run_id = %s AND ts_source = 'span' AND seq <= %s ORDER BY seq DESC LIMIT %s""",
+        [run.pk, run.last_seq, SPAN_ROWS],
+    )
+    out = []
+    for seq, kind, agent, span_id, parent, status, duration in rows:
+        if not span_id:
+            continue
+        ms = _number(_json(duration))
+        is_agent = kind == "worker.complete"
+        out.append(graph.SpanRow(seq, span_id, parent or "", (agent or "agent") if is_agent else "", status or "", ms / 1000 if is_agent and ms is not None else None))
+    return out
 
 
 GRAPH_ROWS = 400  # the newest worker spawns and results read per run for its tree

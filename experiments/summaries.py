@@ -78,7 +78,7 @@ def _validation(p: dict[str, Any]) -> str:
 
 def _tool(p: dict[str, Any]) -> str:
     ok = p.get("ok", p.get("success"))
-    return _join(_text(p.get("tool") or p.get("name"), 80), "ok" if ok is True else "failed" if ok is False else "", _text(p.get("error"), 120))
+    return _join(_text(p.get("tool") or p.get("tool_name") or p.get("name"), 80), "ok" if ok is True else "failed" if ok is False else "", _text(p.get("error"), 120))
 
 
 def _board(p: dict[str, Any]) -> str:

@@ -31,6 +31,8 @@ from memory.longterm import current_long_term, long_term_for_run, long_term_hist
 from memory.models import MemoryEntry
 from memory.recall import RecallConfigError
 from memory.services import Actor, MemoryDenied, check_access, write_memory
+from otel.send import enabled as send_enabled
+from otel.send import memory_span
 from state.services_redaction import redact_for, redact_text_for, redactor_for
 
 router = Router(tags=["memory"], auth=api_auth)
@@ -128,6 +130,15 @@ def envelope(status: int, data: Any = None, error: str | None = None, code: str 
     return JsonResponse(body, status=status)
 
 
+# How each memory tool reads as a GenAI memory operation when memory work is exported (otel/send.py).
+TOOL_OPERATIONS = {"write": "update_memory", "board_post": "update_memory"}
+
+
+def _span_experiment(request: HttpRequest, slug: str) -> Experiment | None:
+    """The experiment a memory span names (only looked up when spans are sent)."""
+    return Experiment.objects.filter(slug=slug).first() if send_enabled() else None
+
+
 def tool(schema: type[Schema]) -> Callable[..., Callable[..., HttpResponse]]:
     """Parse the body with `schema` and turn every refusal into an envelope with a status and a sentence."""
 
@@ -140,7 +151,11 @@ def tool(schema: type[Schema]) -> Callable[..., Callable[..., HttpResponse]]:
                 problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
                 return envelope(422, error=f"Invalid request: {problems}.", code="invalid_request")
             try:
-                return view(request, slug, body)
+                with memory_span(TOOL_OPERATIONS.get(view.__name__, "search_memory"), experiment=_span_experiment(request, slug), carrier=request.headers,
+                                 **{"awp.memory.tool": view.__name__, "awp.agent.id": getattr(body, "agent_id", ""), "awp.memory.tier": getattr(body, "target", None)}) as outcome:  # fmt: skip
+                    response = view(request, slug, body)
+                    outcome["awp.response.status"] = response.status_code
+                return response
             except ApiError as exc:
                 return envelope(exc.status, error=exc.message, code=exc.code)
             except MemoryDenied as exc:

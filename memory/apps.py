@@ -7,7 +7,7 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         from experiments.projections import register_file_handler, register_projector
-        from memory import episodes, projectors
+        from memory import episodes, outbound, projectors
         from memory.chunks import remask_chunks
         from state.secrets import on_new_secrets
 
@@ -18,3 +18,4 @@ class MemoryConfig(AppConfig):
         register_file_handler("long_term", projectors.handle_long_term_file)
         register_file_handler("daily", projectors.handle_daily_file)
         on_new_secrets(remask_chunks)  # a secret learnt after a chunk was stored is masked in it too
+        on_new_secrets(outbound.remask_stored_prompts)  # and in what was kept of outbound calls

@@ -97,9 +97,32 @@ def project_episodes(run: Run, events: list[Event], ctx: ProjectionContext) -> N
             occurred_at=event.occurred_at or event.recorded_at,
         ))  # fmt: skip
     Episode.objects.bulk_create(rows, ignore_conflicts=True)
+    _index_outputs(run, [(row, fields) for row, (_, (_, fields)) in zip(rows, picked, strict=True)])
     from memory.reflection import schedule_due_reflections
 
     schedule_due_reflections(experiment)
+
+
+def _index_outputs(run: Run, rows: list[tuple[Episode, dict[str, Any]]]) -> None:
+    """A DAG step's or a board post's output is an agent's result, as a worker result is: it goes to the episodic
+    tier too (search by agent, the semantic join of recall by key), so the Episodic tab, `agent_filter` search
+    and recall agree on what an agent produced. worker.complete results are indexed by `log_worker_result`."""
+    from memory.chunks import upsert_chunk  # memory.chunks → services import this module's neighbours
+    from memory.models import MemoryChunk
+    from memory.working import summarize_result
+
+    for row, fields in rows:
+        if row.kind not in recall.OUTPUT_KINDS or row.kind == "worker.complete" or not row.agent_id:
+            continue
+        content = summarize_result(redact_for(run.experiment, fields))
+        if not content:
+            continue
+        step = f"step {row.turn}" if row.kind == "state.snapshot" else f"board turn {row.turn}"
+        upsert_chunk(
+            experiment=run.experiment, tier=MemoryChunk.Tier.EPISODIC, ref_key=row.key,
+            source=f"run {run.run_id} · {step} · {row.agent_id}", content=content, agent_id=row.agent_id,
+            occurred_at=row.occurred_at,
+        )  # fmt: skip
 
 
 def turn_clock(experiment: Experiment) -> tuple[dict[int, tuple[str, int]], int]:
@@ -129,7 +152,7 @@ def _run_clock(experiment: Experiment) -> tuple[dict[int, tuple[str, int]], int,
 
 
 def load_episodes(
-    experiment: Experiment, reader: str, *, where: str = "", params: list[Any] | None = None,
+    experiment: Experiment, reader: str | None, *, where: str = "", params: list[Any] | None = None,
     runs: dict[int, tuple[str, int]] | None = None,
 ) -> list[recall.Episode]:
     """Episodes of the experiment on its turn clock (all, or those `where` selects); other agents' outputs carry
@@ -142,7 +165,7 @@ def load_episodes(
 _Row = tuple[str, str, str, int | None, int, str, str | None]  # key, agent, kind, run pk, turn, text, fields as JSON text
 
 
-def _episode_rows(experiment: Experiment, reader: str, *, where: str = "", params: list[Any] | None = None) -> list[_Row]:
+def _episode_rows(experiment: Experiment, reader: str | None, *, where: str = "", params: list[Any] | None = None) -> list[_Row]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"""SELECT e.key, e.agent_id, e.kind, e.run_id, e.turn, e.text,
@@ -318,7 +341,10 @@ def _scored_in_sql(reading: _Reading, *, lo: int | None, hi: int, words_before: 
     keyword = (f"CASE WHEN s.words && %(q)s::text[] THEN ({shared})::float8 / (cardinality(s.words) + %(nq)s - ({shared})) "
                "ELSE 0 END")  # fmt: skip
     semantic = reading.semantic
-    relevance = f"coalesce(greatest(0, 1 - (c.embedding <=> %(vec)s::vector))::float8, {keyword})" if semantic else keyword
+    # An episode with no vector yet (LEFT JOIN gives NULL) falls back to keyword relevance, as the pure reference
+    # does. Not coalesce(greatest(0, …)): Postgres' greatest ignores NULL, so that reads 0 for every such episode.
+    relevance = (f"CASE WHEN c.embedding IS NULL THEN ({keyword}) "
+                 "ELSE greatest(0, 1 - (c.embedding <=> %(vec)s::vector))::float8 END") if semantic else keyword  # fmt: skip
     chunk = ("LEFT JOIN memory_memorychunk c ON c.experiment_id = %(exp)s AND c.ref_key = s.key "
              "AND c.model_name = %(model)s AND c.embedding IS NOT NULL") if semantic else ""  # fmt: skip
     union = "\n            UNION ALL\n            ".join(parts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django.db import transaction
@@ -12,9 +13,17 @@ from memory.documents import DiffLine, diff_lines
 from memory.models import MemoryDocument
 
 
-def current_long_term(experiment: Experiment) -> MemoryDocument | None:
-    """The newest MEMORY.md version of the experiment, or None before the first."""
-    return experiment.memory_documents.order_by("-version").first()
+def current_long_term(experiment: Experiment, *, run_id: str = "", agent_id: str = "", channel: str = "read") -> MemoryDocument | None:
+    """The newest MEMORY.md version of the experiment, or None before the first.
+
+    With `run_id`, the version as that run is given it (an unsaved copy without the facts its trial arm
+    withholds), recorded as the run's exposure through `channel` (read, or mcp for the MCP tools)."""
+    document = experiment.memory_documents.order_by("-version").first()
+    if document is None or not run_id:
+        return document
+    shown = copy.copy(document)  # never saved: one run's view of this version
+    shown.content = long_term_for_run(experiment, document, run_id=run_id, agent_id=agent_id, channel=channel)
+    return shown
 
 
 @transaction.atomic

@@ -449,8 +449,9 @@ def reflection_content(episode: Episode, reflector: str, policy: SharingPolicy) 
     A belief is public (every agent recalls it), so even the reflector's own never_share and unshareable
     fields stay out of the prompt: nothing reaches other agents through a belief that they could not see.
     """
-    if episode.agent_id == reflector and episode.fields is not None:
-        hidden = policy.never_share | policy.unshareable.get(reflector, frozenset())
+    if episode.fields is not None and (episode.agent_id == reflector or episode.kind in PUBLIC_KINDS):
+        # The public record (decisions, run.complete) quotes outputs: every agent's unshareable fields stay out.
+        hidden = policy.never_share.union(*policy.unshareable.values())
         return render_fields(drop_fields(dict(episode.fields), hidden))
     return visible_content(episode, reflector, policy)
 

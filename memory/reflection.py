@@ -1,5 +1,7 @@
 """Reflections: compact an agent's recent visible episodes into one belief through an OpenAI-compatible endpoint.
 
+The prompt is built, masked and sent by memory.outbound, the one way to a third party.
+
 A reflection is asked in a short transaction (a pending row holding the masked prompt and its episodes), the
 endpoint is called outside any transaction, and the answer is stored in one transaction with its episode and
 its Review proposal, or the failure is recorded for a later retry: never half-stored.
@@ -7,37 +9,27 @@ its Review proposal, or the failure is recorded for a later retry: never half-st
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
 from experiments.models import Experiment
-from memory import recall
+from memory import outbound, recall
 from memory.chunks import upsert_chunk
-from memory.episodes import load_episodes, recall_agents
+from memory.episodes import recall_agents
 from memory.models import Episode, MemoryChunk, Reflection
-from state.config import state_settings
 from state.services_redaction import redact_text_for
 
 logger = logging.getLogger(__name__)
-OFF_SENTENCE = "Reflection is off: no chat endpoint is configured (set LLM_BASE_URL, LLM_API_KEY and AWP_REFLECTION_MODEL)."
+OFF_SENTENCE = outbound.OFF_SENTENCE
 MAX_EPISODES = 20
 RETRY_BASE = timedelta(minutes=1)
 RETRY_MAX = timedelta(hours=1)
 STALE_PENDING = timedelta(minutes=10)
-TIMEOUT_S = 60
-
-
-class EndpointFailed(Exception):
-    """The chat endpoint could not be reached or answered with an error."""
 
 
 @dataclass
@@ -51,30 +43,12 @@ class ReflectSummary:
 
 
 def is_enabled() -> bool:
-    """Reflection needs a chat endpoint (LLM_BASE_URL); without one it is off."""
-    return bool(getattr(settings, "LLM_BASE_URL", ""))
+    """Reflection needs a configured chat endpoint (memory.outbound); without one it is off."""
+    return outbound.is_configured()
 
 
 def model_name() -> str:
-    return str(getattr(settings, "AWP_REFLECTION_MODEL", "") or "gpt-4o-mini")
-
-
-def chat(messages: list[dict[str, str]]) -> str:
-    """One chat completion from the configured endpoint; the assistant's text."""
-    url = settings.LLM_BASE_URL.rstrip("/") + "/chat/completions"
-    body = json.dumps({"model": model_name(), "messages": messages, "temperature": 0}).encode()
-    request = urllib.request.Request(url, data=body, method="POST", headers={
-        "Content-Type": "application/json", "Authorization": f"Bearer {getattr(settings, 'LLM_API_KEY', '')}",
-    })  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310 - a configured http(s) URL
-            data = json.loads(response.read() or b"{}")
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-        raise EndpointFailed(f"The chat endpoint failed: {exc}") from exc
-    try:
-        return str(data["choices"][0]["message"]["content"] or "")
-    except (KeyError, IndexError, TypeError):
-        raise EndpointFailed("The chat endpoint's answer has no choices[0].message.content.") from None
+    return outbound.model_name()
 
 
 def seen_count(experiment: Experiment, agent_id: str) -> int:
@@ -150,22 +124,14 @@ def _request(experiment: Experiment, agent_id: str, *, every: int | None, force:
     seen = seen_count(experiment, agent_id)
     if not force and not recall.reflection_due(seen, _covered(experiment, agent_id), every):
         return None
-    policy = state_settings(experiment.protocol).sharing
-    visible = [
-        (episode, content)
-        # Loaded as nobody in particular, so the reflector's own episodes carry their fields too.
-        for episode in load_episodes(experiment, reader="")
-        if episode.kind != "reflection" and (content := recall.reflection_content(episode, agent_id, policy)) is not None
-    ]
-    visible.sort(key=lambda pair: (pair[0].clock, pair[0].key))
-    recent = visible[-min(MAX_EPISODES, max(every or 0, 8)) :]
-    if not recent:
+    # Built and masked by the one outbound builder (memory.outbound): the agent's view, never_share and
+    # unshareable fields out, masked by key, pattern, value and the detector. Stored as it will be sent.
+    prompt = outbound.reflection_prompt(experiment, agent_id, limit=min(MAX_EPISODES, max(every or 0, 8)))
+    if prompt is None:
         return None
-    # Masked before it is stored or sent: the prompt carries no secret.
-    messages = recall.reflection_messages(agent_id, [redact_text_for(experiment, content) for _, content in recent])
     return Reflection.objects.create(
-        experiment=experiment, agent_id=agent_id, trigger=trigger, seen=seen, model=model_name(), prompt=messages,
-        episode_keys=[episode.key for episode, _ in recent],
+        experiment=experiment, agent_id=agent_id, trigger=trigger, seen=seen, model=model_name(), prompt=prompt.messages,
+        episode_keys=prompt.episode_keys,
     )  # fmt: skip
 
 
@@ -173,13 +139,18 @@ def run_reflection(reflection: Reflection) -> bool:
     """Ask the endpoint (outside any transaction) and store the outcome; True when a belief was stored."""
     experiment = reflection.experiment
     answer = ""
+    # Masked again at the time of sending (secrets learnt since the prompt was stored), and stored exactly as sent.
+    messages = outbound.outbound_messages(experiment, reflection.prompt)
+    if messages != reflection.prompt:
+        reflection.prompt = messages
+        Reflection.objects.filter(pk=reflection.pk).update(prompt=messages)
     try:
-        answer = chat(reflection.prompt)
+        answer = outbound.send_chat(experiment, messages)  # scanned and masked like ingested text
         belief = recall.parse_reflection(answer)
-    except (EndpointFailed, recall.MalformedReflection) as exc:
+    except (outbound.EndpointFailed, recall.MalformedReflection) as exc:
         _record_failure(reflection, str(exc), answer)
         return False
-    _store(reflection, redact_text_for(experiment, belief), redact_text_for(experiment, answer))
+    _store(reflection, redact_text_for(experiment, belief), answer)
     return True
 
 

@@ -17,7 +17,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from experiments.access import experiment_view
-from experiments.models import Event, Experiment, Membership
+from experiments.models import Experiment, Membership
 from experiments.views import render_tab
 from memory import reflection as reflections
 from memory import search as memory_search
@@ -33,8 +33,8 @@ from memory.longterm import (
     write_long_term_version,
 )
 from memory.markdown import render_markdown
-from memory.models import AccessAudit, MemoryEntry, Note, Reflection
-from memory.recall import RecallConfigError
+from memory.models import AccessAudit, Episode, MemoryEntry, Note, Reflection
+from memory.recall import OUTPUT_KINDS, RecallConfigError
 from memory.services import save_note
 from memory.working import summarize_result
 from state.services_redaction import Redactor, redact_text_for, redactor_for
@@ -174,17 +174,30 @@ def _month(chosen: date, days_with_entries: set[date]) -> list[list[dict[str, An
 @require_GET
 @experiment_view()
 def episodic(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    results = Event.objects.filter(run__experiment=experiment, kind="worker.complete")
-    agents = sorted(set(results.exclude(agent_id="").values_list("agent_id", flat=True)) | set(recall_agents(experiment)))
+    # The agent's outputs as recall sees them (worker results, DAG steps, board posts): one list for the tab,
+    # `agent_filter` search and the recall block.
+    agents = recall_agents(experiment)
     agent = request.GET.get("agent") or (agents[0] if agents else "")
-    outputs = []
+    rows = (Episode.objects.filter(experiment=experiment, agent_id=agent, kind__in=OUTPUT_KINDS)
+            .select_related("run").order_by("-occurred_at", "-pk")[:200])  # fmt: skip
     redactor = redactor_for(experiment)
-    for event in results.filter(agent_id=agent).select_related("run").order_by("-occurred_at", "-pk")[:200]:
-        payload = redactor.value(event.payload if isinstance(event.payload, dict) else {})
-        summary = redactor.text(summarize_result(payload))  # a repr of a nested value is masked as text too
-        outputs.append({"event": event, "summary": summary, "confidence": payload.get("confidence")})
+    outputs = []
+    for episode in rows:
+        fields = redactor.value(episode.fields if isinstance(episode.fields, dict) else {})
+        confidence = fields.get("confidence")
+        outputs.append({"episode": episode, "summary": redactor.text(summarize_result(fields) or episode.text),
+                        "confidence": confidence if isinstance(confidence, int | float) else None,
+                        "where": _turn_label(episode)})  # fmt: skip
     return _tab(request, experiment, "episodic", agents=agents, agent=agent, outputs=outputs,
                 reflections=_reflections(experiment, agent, done_only=True))  # fmt: skip
+
+
+def _turn_label(episode: Episode) -> str:
+    if episode.kind == "state.snapshot":
+        return f"step {episode.turn}"
+    if episode.kind == "board.post":
+        return f"board post (iteration {episode.turn})"
+    return f"iteration {episode.turn}"
 
 
 def _reflections(experiment: Experiment, agent: str, *, done_only: bool = False) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from awp_site.live import announce_pool_changed
 from experiments.models import Experiment, Membership
+from otel.send import memory_event
 from pool import rules
 from pool.models import (
     Participant,
@@ -113,6 +114,8 @@ def _apply(envelope: Envelope, *, origin: str, deployment: str) -> Applied:
     decided = _coordinate(envelope)
     if decided:
         answer = {**answer, "decision": decided}
+    memory_event("update_memory", experiment=None, **{"awp.pool.type": envelope.type, "awp.pool.outcome": "accepted", "awp.pool.decided": bool(decided),
+                 "awp.pool.origin": origin})  # fmt: skip
     transaction.on_commit(lambda: _after_commit(envelope.type, bool(decided) or envelope.type == "fact"))
     return Applied(200, answer)
 

@@ -97,3 +97,18 @@ def mask_response_text(request: Any, body: str) -> str:
     for experiment in getattr(request, "awp_redaction_scope", {}).values():
         body = mask_output_for(experiment, body)
     return body
+
+
+def net_known_secrets(request: Any) -> KnownSecrets:
+    """One matcher (escaped forms too) over the known secrets of every experiment an answer reads (the net's,
+    for whole bodies, streamed bodies, headers and the access-log line); empty for an audited reveal."""
+    if getattr(request, "awp_revealed", False):
+        return KnownSecrets.empty()
+    scoped = list(getattr(request, "awp_redaction_scope", {}).values())
+    if len(scoped) == 1:
+        return known_secrets_for(scoped[0].pk, escaped=True)  # compiled once per process and change
+    values: set[str] = set()
+    for experiment in scoped:
+        values |= known_secrets_for(experiment.pk).values
+    return KnownSecrets.of(values, escaped=True)
+

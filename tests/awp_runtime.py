@@ -71,6 +71,7 @@ class Script:
     delay_s: float = 0.0
     shapes: bool = False  # workers and DAG agents hand out SHAPED_SECRETS in every shape (see below)
     reflection_answer: str | None = None  # the dashboard's reflection prompt: None → a well-formed belief
+    reflection_echo: bool = False  # the belief repeats the prompt's episodes (what a model may well do)
     # (marker, confidences with, confidences without): when the root manager's first prompt (its memory) holds
     # `marker`, it hands the marker to its workers, and workers whose prompt holds it report the first list
     # (cycled) instead of the second: a fact that measurably helps.
@@ -94,6 +95,7 @@ class FakeLLM:
     def __init__(self, script: Script | None = None) -> None:
         self.script = script or Script()
         self.requests: list[dict[str, Any]] = []
+        self.bodies: list[dict[str, Any]] = []  # every request body, as it arrived
         self._lock = threading.Lock()
         self._root_calls = 0
         self._sub_calls: dict[str, int] = {}
@@ -126,6 +128,11 @@ class FakeLLM:
             self._primed = False
             if script is not None:
                 self.script = script
+
+    def reflection_bodies(self) -> list[dict[str, Any]]:
+        """The whole body of every reflection request, as it arrived."""
+        with self._lock:
+            return [b for b in self.bodies if _REFLECTION_MARK in _text(b.get("messages", []))]
 
     def reflection_prompts(self) -> list[str]:
         """The user messages of every reflection request the dashboard sent, in order."""
@@ -186,6 +193,9 @@ class FakeLLM:
     def _reflection(self, user: str) -> str:
         if self.script.reflection_answer is not None:
             return self.script.reflection_answer
+        if self.script.reflection_echo:
+            listing = " ".join(line for line in user.splitlines() if re.match(r"^\d+\. ", line))
+            return json.dumps({"belief": f"BELIEF: {listing}"[:1900]})
         agent = _REFLECTING_AGENT.search(user)
         episodes = len(re.findall(r"^\d+\. ", user, re.M))
         name = agent.group(1) if agent else "the agent"
@@ -375,6 +385,8 @@ def _handler_for(llm: FakeLLM) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
+            with llm._lock:
+                llm.bodies.append(body)
             _kind, message = llm.decide(body)
             usage = {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}
             finish = "tool_calls" if message.get("tool_calls") else "stop"

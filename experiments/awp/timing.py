@@ -22,8 +22,8 @@ from typing import Any
 
 from experiments.awp.events import EventSpec
 
-RECORD, PARENT, MTIME, RECEIVED = "record", "parent", "mtime", "received"
-TS_SOURCES = (RECORD, PARENT, MTIME, RECEIVED)
+RECORD, PARENT, MTIME, RECEIVED, SPAN = "record", "parent", "mtime", "received", "span"
+TS_SOURCES = (RECORD, PARENT, MTIME, RECEIVED, SPAN)  # span: an OpenTelemetry span's own start (otel/)
 
 # Files the runtime writes as an iteration (or a worker in it) begins; the other untimed files are written as
 # it ends, so they take the last time of what they belong to.

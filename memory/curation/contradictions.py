@@ -88,7 +88,7 @@ def near(candidate: str, known: Iterable[tuple[str, str]], *, threshold: float =
 
 
 def judge_messages(candidate: str, known: str) -> list[dict[str, str]]:
-    """The chat messages asking an LLM whether two statements contradict each other (texts already masked)."""
+    """The chat messages asking an LLM whether two statements contradict each other (memory.outbound masks them)."""
     return [
         {"role": "system", "content": f"{JUDGE_MARK}: you compare two statements from an agent memory. "
                                       'Answer only JSON: {"contradicts": true|false, "why": "<one short sentence>"}.'},

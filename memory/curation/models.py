@@ -36,6 +36,7 @@ class Proposal(models.Model):
     class Origin(models.TextChoices):
         DASHBOARD = "dashboard_curator"
         RUNTIME = "runtime_curator"
+        AGENT = "agent", "Agent (proposed through MCP)"
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="proposals")
     kind = models.CharField(max_length=16, choices=Kind.choices)

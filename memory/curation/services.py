@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from memory.curation import contradictions, curator, runtime_files
 from memory.curation.models import CuratedRun, Decision, Evidence, Fact, FactEvent, Proposal, Vote
 from memory.curation.render import promoted_line, remove_promoted, upsert_promoted
 from memory.longterm import current_long_term, write_long_term_version
+from otel.send import memory_event
 
 CURATOR_EVENT_KINDS = ("iteration.decision", "worker.spawn", "worker.complete", "run.complete")
 
@@ -237,29 +239,30 @@ def _flag_contradictions(experiment: Experiment, candidates: list[Proposal]) -> 
 def judge_contradictions(*, experiment_id: int) -> int:
     """Ask the configured LLM whether candidates near a known fact contradict it; returns how many it flagged.
 
-    Does nothing without a configured chat endpoint (the candidates keep waiting for one)."""
-    from memory import reflection
-
-    if not reflection.is_enabled():
-        return 0
+    Does nothing without a configured chat endpoint (the candidates keep waiting for one). The prompts are built
+    and masked by memory.outbound, the one way to a third party, and kept with the answers on the candidate."""
+    from memory import outbound
     from pool.shared import subscribed_facts
-    from state.services_redaction import redact_text_for
 
+    if not outbound.is_configured():
+        return 0
     experiment = Experiment.objects.get(pk=experiment_id)
     known = [(f"proposal:{p.pk}", p.promoted_text) for p in experiment.proposals.filter(kind=Proposal.Kind.FACT, status=Proposal.Status.APPROVED)]
     known += [(f"pool:{fact.label}", fact.statement) for fact in subscribed_facts(experiment)]
     flagged = 0
     for candidate in experiment.proposals.filter(kind=Proposal.Kind.FACT, status=Proposal.Status.PENDING, details__judge_pending=True):
-        found = []
+        found, asked = [], []
         for ref, text in contradictions.near(candidate.text, known)[:3]:
-            messages = contradictions.judge_messages(redact_text_for(experiment, candidate.text), redact_text_for(experiment, text))
+            messages = outbound.outbound_messages(experiment, contradictions.judge_messages(candidate.text, text))
             try:
-                verdict = contradictions.parse_verdict(reflection.chat(messages), contradictions.similarity(candidate.text, text))
-            except reflection.EndpointFailed:
+                answer = outbound.send_chat(experiment, messages)
+            except outbound.EndpointFailed:
                 return flagged  # the endpoint is down: the candidates stay pending for the next pass
+            asked.append({"ref": ref, "prompt": messages, "answer": answer})
+            verdict = contradictions.parse_verdict(answer, contradictions.similarity(candidate.text, text))
             if verdict is not None:
                 found.append({"ref": ref, "text": text, "why": verdict.why, "similarity": verdict.similarity})
-        details = {k: v for k, v in candidate.details.items() if k != "judge_pending"}
+        details = {k: v for k, v in candidate.details.items() if k != "judge_pending"} | {"judged": asked}
         if found:
             details["contradicts"] = found
             flagged += 1
@@ -434,6 +437,8 @@ def _promote(proposal: Proposal, approvals: list[Vote], edited: str, actor: Any)
         decided_by=_usernames(approvals),
         memory_version=document.version,
     )
+    memory_event("update_memory", experiment=proposal.experiment, **{"awp.review.status": "approved", "awp.proposal.id": proposal.pk, "awp.proposal.kind": proposal.kind,
+                 "awp.memory.tier": "long_term", "awp.fact.version": version, "awp.memory.version": document.version, "awp.review.votes": len(approvals)})  # fmt: skip
     _schedule_writeback(proposal.experiment, "promotion")
 
 
@@ -447,6 +452,7 @@ def _reject(proposal: Proposal, rejections: list[Vote]) -> None:
         reason="; ".join(vote.reason for vote in rejections if vote.reason)[:2000],
         decided_by=_usernames(rejections),
     )
+    memory_event("update_memory", experiment=proposal.experiment, **{"awp.review.status": "rejected", "awp.proposal.id": proposal.pk, "awp.proposal.kind": proposal.kind, "awp.review.votes": len(rejections)})
     if proposal.origin == Proposal.Origin.RUNTIME and proposal.kind == Proposal.Kind.FACT:
         # The runtime already wrote this fact where the next run reads it: write-back takes it out.
         _schedule_writeback(proposal.experiment, "rejection")
@@ -521,6 +527,8 @@ def edit_promoted(*, proposal: Proposal, actor: Any, text: str, reason: str = ""
         decided_by=actor.get_username(),
         memory_version=document.version,
     )
+    memory_event("update_memory", experiment=proposal.experiment, **{"awp.review.status": "edited", "awp.proposal.id": proposal.pk, "awp.proposal.kind": proposal.kind,
+                 "awp.memory.tier": "long_term", "awp.fact.version": version, "awp.memory.version": document.version})  # fmt: skip
     _schedule_writeback(proposal.experiment, "promotion")
     _announce(proposal.experiment)
     return proposal
@@ -554,3 +562,63 @@ def _schedule_writeback(experiment: Experiment, trigger: str) -> None:
 def _announce(experiment: Experiment) -> None:
     experiment_id = experiment.pk
     transaction.on_commit(lambda: announce_experiment_changed(experiment_id=experiment_id, what="review"), robust=True)
+
+
+# ---------------------------------------------------------------- proposals by agents
+
+
+PROPOSABLE_KINDS = (Proposal.Kind.FACT, Proposal.Kind.TOOL, Proposal.Kind.ANTIPATTERN)
+STATEMENT_MAX_CHARS = 2000
+
+
+def agent_proposal_key(kind: str, statement: str) -> str:
+    """The proposal key of an agent's statement: a fact as the curator keys it, other kinds by their text."""
+    if kind == Proposal.Kind.FACT:
+        return curator.fact_key(statement)
+    return f"agent:{curator.antipattern_key(' '.join(statement.split()))}"
+
+
+@transaction.atomic
+def propose_item(
+    *, experiment: Experiment, kind: str, statement: str, agent_id: str, client: str, via: str,
+    source: str = "", evidence: str = "", run_id: str = "", idempotency_key: str = "",
+) -> tuple[Proposal, bool]:
+    """An agent proposes a fact, tool or antipattern: it waits in the Review queue (never written to MEMORY.md here).
+
+    Returns (proposal, created). The same statement from several agents is one proposal with one piece of
+    evidence per proposer; a repeated `idempotency_key` from the same caller (`via`) returns its first proposal.
+    """
+    if kind not in PROPOSABLE_KINDS:
+        raise ReviewRefused(422, "invalid_kind", "kind must be fact, tool or antipattern.")
+    statement = statement.strip()
+    if not statement or len(statement) > STATEMENT_MAX_CHARS:
+        raise ReviewRefused(422, "invalid_statement", f"statement must be 1 to {STATEMENT_MAX_CHARS} characters.")
+    # The experiment row lock (the one apply_candidates takes) serialises concurrent proposers of one experiment.
+    Experiment.objects.select_for_update().filter(pk=experiment.pk).values_list("pk", flat=True).get()
+    ref = f"agent:{via}:{idempotency_key}"[:400] if idempotency_key else ""
+    if ref:
+        earlier = Evidence.objects.filter(proposal__experiment=experiment, ref=ref).select_related("proposal").first()
+        if earlier is not None:
+            return earlier.proposal, False
+    key = agent_proposal_key(kind, statement)
+    existed = Proposal.objects.filter(experiment=experiment, kind=kind, key=key).exists()
+    text = curator.clean_fact(statement) if kind == Proposal.Kind.FACT else statement
+    note = f"proposed by {agent_id} via {client}"[:300]
+    details = {"proposed_by": {"agent_id": agent_id, "client": client, "via": via}, "source": source, "evidence": evidence}
+    candidate = curator.Candidate(
+        kind=kind, key=key, text=text, details=details,
+        evidence=[curator.EvidenceRef(ref=ref or f"agent:{via}:{uuid.uuid4().hex}"[:400], run_id=run_id, note=note)],
+    )  # fmt: skip
+    apply_candidates(experiment=experiment, candidates=[candidate], origin=Proposal.Origin.AGENT)
+    return Proposal.objects.get(experiment=experiment, kind=kind, key=key), not existed
+
+
+def proposal_status(proposal: Proposal) -> dict[str, Any]:
+    """pending | approved (with the MEMORY.md version it was promoted into) | rejected (with the reason) | retracted."""
+    answer: dict[str, Any] = {"proposal_id": proposal.pk, "status": proposal.status, "kind": proposal.kind}
+    decision = proposal.decisions.order_by("-created_at", "-pk").first()
+    if proposal.status == Proposal.Status.APPROVED and decision is not None:
+        answer.update(memory_version=decision.memory_version, text=proposal.promoted_text, decided_by=decision.decided_by)
+    elif proposal.status in (Proposal.Status.REJECTED, Proposal.Status.RETRACTED) and decision is not None:
+        answer.update(reason=decision.reason, decided_by=decision.decided_by, memory_version=decision.memory_version)
+    return answer

@@ -53,14 +53,14 @@ def reachable(username: str, starts: list[str]) -> list[tuple[str, bool]]:
     return [(url, False) for url in sorted(pages)] + [(url, True) for url in sorted(fragments)]
 
 
-def test_every_page_and_fragment_passes_axe_for_every_role(tmp_path, settings, asgi_server, browser):
-    experiment = demo_experiment(tmp_path, settings)
+def axe_everywhere(experiment: Experiment, asgi_server, browser, **context_options) -> tuple[dict[str, list], int]:  # type: ignore[no-untyped-def]
+    """axe-core over every page and fragment each role reaches, in a browser context with `context_options`."""
     found, checked = {}, 0
     for role in ROLES:
         user = make_member(experiment, role)
         urls = reachable(user.username, ["/", experiment.get_absolute_url()])
         assert len(urls) >= 15 and any(is_fragment for _, is_fragment in urls), urls
-        context = browser.new_context(viewport={"width": 1366, "height": 900})
+        context = browser.new_context(**context_options)
         page = context.new_page()
         login(page, asgi_server, user.username)
         for url, is_fragment in urls:
@@ -74,5 +74,38 @@ def test_every_page_and_fragment_passes_axe_for_every_role(tmp_path, settings, a
                 found[f"{role} {url}"] = check(page)
         checked += len(urls)
         context.close()
-    found = {url: violations for url, violations in found.items() if violations}
+    return {url: violations for url, violations in found.items() if violations}, checked
+
+
+def test_every_page_and_fragment_passes_axe_for_every_role(tmp_path, settings, asgi_server, browser):
+    experiment = demo_experiment(tmp_path, settings)
+    found, checked = axe_everywhere(experiment, asgi_server, browser, viewport={"width": 1366, "height": 900})
     assert found == {}, f"{len(found)} of {checked} pages/fragments break WCAG rules:\n" + report(found)
+
+
+def test_dark_theme_on_a_phone_passes_axe_everywhere(tmp_path, settings, asgi_server, browser):
+    """The dark theme (prefers-color-scheme) at 390 px: contrast and every other rule, on every page and fragment."""
+    experiment = demo_experiment(tmp_path, settings)
+    found, checked = axe_everywhere(experiment, asgi_server, browser, viewport={"width": 390, "height": 844},
+                                    color_scheme="dark")  # fmt: skip
+    assert found == {}, f"{len(found)} of {checked} pages/fragments break WCAG rules:\n" + report(found)
+
+
+def test_the_dark_theme_is_dark_and_the_timeline_fits_a_phone(tmp_path, settings, asgi_server, browser):
+    experiment = demo_experiment(tmp_path, settings)
+    user = make_member(experiment, "viewer")
+    run = experiment.runs.order_by("pk").first()
+    assert run is not None
+    for scheme, dark in (("light", False), ("dark", True)):
+        context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme)
+        page = context.new_page()
+        login(page, asgi_server, user.username)
+        page.goto(asgi_server.url + run.get_absolute_url())
+        page.wait_for_selector("#timeline-rows tr")
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        channels = [int(c) for c in re.findall(r"\d+", background)[:3]]
+        assert (sum(channels) / 3 < 80) is dark, (scheme, background)
+        # Every payload summary starts and ends on the screen (before: the column began past 390 px).
+        boxes = page.eval_on_selector_all("#timeline-rows td.event-summary", "cells => cells.map(c => c.getBoundingClientRect().toJSON())")
+        assert boxes and all(0 <= box["left"] and box["right"] <= 390 + 0.5 for box in boxes), boxes[:3]
+        context.close()

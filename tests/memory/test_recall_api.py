@@ -282,3 +282,35 @@ def test_recall_reads_only_what_can_still_make_the_cut(monkeypatch) -> None:
                            reader="writer", policy=policy, weights=pure.SalienceWeights(top_k=2), query=query)  # fmt: skip
         assert [(s.episode.key, s.content, s.salience) for s in fast.items + fast.below] == \
                [(s.episode.key, s.content, s.salience) for s in slow.items + slow.below], query  # fmt: skip
+
+
+def test_an_episode_without_a_vector_falls_back_to_keyword_relevance(monkeypatch) -> None:
+    """With the semantic tier on, an episode not yet embedded is scored by its words (as the pure reference and the
+    README say), not 0; an embedded one by its vector."""
+    from memory import episodes as episodes_module
+    from memory import recall as pure
+    from memory.embeddings import current_model_name
+    from memory.models import MemoryChunk
+    from memory.search import vector_literal
+
+    experiment = make_experiment()
+    run = make_run(experiment)
+    append_events(run, [
+        EventIn("worker.complete", "key:a", {"summary": "Kiwis grow on vines in warm valleys."}, agent_id="a", iteration=1),
+        EventIn("worker.complete", "key:b", {"summary": "Bananas ripen fast."}, agent_id="a", iteration=2),
+    ])  # fmt: skip
+    embedded = Episode.objects.get(experiment=experiment, text__contains="Bananas")
+    vector = [1.0] + [0.0] * 383
+    MemoryChunk.objects.update_or_create(
+        experiment=experiment, ref_key=embedded.key,
+        defaults={"tier": MemoryChunk.Tier.EPISODIC, "source": "x", "content": embedded.text, "agent_id": "a",
+                  "embedding": vector, "model_name": current_model_name()},
+    )  # fmt: skip
+    MemoryChunk.objects.filter(experiment=experiment).exclude(ref_key=embedded.key).update(embedding=None)
+    monkeypatch.setattr(episodes_module, "semantic_query_vector", lambda experiment, query: vector_literal(vector))
+
+    block = episodes_module.recall_for(experiment=experiment, agent_id="a", query="kiwis vines", top_k=5)
+    scores = {s.episode.text: s.relevance for s in [*block.items, *block.below]}
+    kiwi = next(text for text in scores if "Kiwis" in text)
+    assert scores[kiwi] == round(pure.keyword_relevance(pure.words("kiwis vines"), kiwi), 4) > 0
+    assert scores[embedded.text] == 1.0  # the same vector as the query

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0002_recall_reflection_kind'),
+        ('curation', '0003_proposal_origin_agent'),
         ('experiments', '0006_truth_order_ts_source'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
