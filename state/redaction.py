@@ -25,40 +25,17 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-REDACTED = "[redacted]"
-# Shorter values (and true/false/null/numbers) are never masked by value: a `0` or `true` is not a secret, and
-# masking it everywhere would wreck every page. Key and pattern masks still apply to them.
-MIN_SECRET_LENGTH = 6
-# Longer values are masked by key where they stand, not looked for elsewhere (a whole document is not a secret).
-MAX_SECRET_LENGTH = 4096
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-@lru_cache(maxsize=8192)
-def normalise_key(key: str) -> str:
-    """apiKey, Api-Key and API_KEY all become api_key."""
-    return _CAMEL.sub("_", key).lower().replace("-", "_").replace(" ", "_").replace(".", "_")
-
-
-@lru_cache(maxsize=64)
-def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
-    if not sensitive:
-        return None
-    # A word that is or ends in a sensitive name: db_password, PGPASSWORD, githubToken; not max_tokens, tokenizer.
-    return re.compile("|".join(f"[_a-z0-9]{re.escape(word)}_" for word in sorted(sensitive, key=len, reverse=True)))
-
-
-@lru_cache(maxsize=16384)
-def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
-    """A key is sensitive when one of its words is or ends in a sensitive name: openai_api_key, PGPASSWORD yes, max_tokens no."""
-    matcher = _word_matcher(sensitive)
-    return matcher is not None and matcher.search(f"_{normalise_key(key)}_") is not None
-
-
-def sensitive_set(names: Iterable[str]) -> frozenset[str]:
-    """Normalise a list of sensitive field names for `redact`."""
-    return frozenset(normalise_key(name) for name in names if name)
-
+from state.freetext import value_spans
+from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
+    MAX_SECRET_LENGTH,
+    MIN_SECRET_LENGTH,
+    REDACTED,
+    is_maskable,
+    is_sensitive,
+    key_hint,
+    normalise_key,
+    sensitive_set,
+)
 
 # -- keyless patterns ----------------------------------------------------------------------------------------
 
@@ -256,15 +233,6 @@ def _key_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]
             yield span
 
 
-@lru_cache(maxsize=64)
-def _key_hint(sensitive: frozenset[str]) -> re.Pattern[str] | None:
-    """A case-insensitive test for any spelling of a sensitive name (api_key, apiKey, API-KEY, `api key`)."""
-    if not sensitive:
-        return None
-    words = ("[_\\-. ]?".join(re.escape(part) for part in name.split("_") if part) for name in sorted(sensitive))
-    return re.compile("(?i)" + "|".join(words))
-
-
 def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
@@ -277,9 +245,10 @@ def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    hint = _key_hint(sensitive)
+    hint = key_hint(sensitive)
     if hint is not None and hint.search(text):
         spans.extend(_key_spans(text, sensitive))
+    spans.extend(value_spans(text, sensitive))
     spans.extend(_pattern_spans(text))
     # A value masked by key or form is masked wherever else the same text repeats it (prose quoting it).
     own = {v for start, end in spans for v in _span_values(text[start:end]) if is_maskable(v)} | extra
@@ -390,21 +359,6 @@ def redact_at(segments: Iterable[str | int], value: Any, sensitive: frozenset[st
 
 # -- finding secrets -----------------------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
-_NOT_SECRETS = {"true", "false", "null", "none", "nil", "undefined", "redacted", "********"}
-
-
-def is_maskable(value: str) -> bool:
-    """Whether a value is worth masking wherever it appears (long enough, not a number, boolean or null)."""
-    text = value.strip()
-    return (
-        MIN_SECRET_LENGTH <= len(text) <= MAX_SECRET_LENGTH
-        and text.lower() not in _NOT_SECRETS
-        and REDACTED not in text
-        and not _NUMBER.fullmatch(text)
-    )
-
-
 def _leaves(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
@@ -449,10 +403,12 @@ def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
         if isinstance(parsed, dict | list):
             yield from secrets_in(parsed, sensitive)
             return
-    hint = _key_hint(sensitive)
+    hint = key_hint(sensitive)
     if hint is not None and hint.search(text):
         for start, end in _key_spans(text, sensitive):
             yield from _span_values(text[start:end])
+    for start, end in value_spans(text, sensitive):
+        yield text[start:end]
     for start, end in _pattern_spans(text):
         yield text[start:end].strip()
 
@@ -491,7 +447,7 @@ def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
 
 def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
     """A one-pass test of a serialized document: False means `secrets_in` would find nothing in it."""
-    hint = _key_hint(sensitive)
+    hint = key_hint(sensitive)
     return bool((hint is not None and hint.search(serialized)) or _PATTERN_HINT.search(serialized))
 
 

@@ -18,7 +18,7 @@ SEED = 1234
 
 # Names an agent or a tool puts before a credential, in the default vocabulary's words.
 CREDENTIAL_WORDS = (
-    "password", "db_password", "passwd", "pwd", "pass", "passphrase", "pin_code", "secret", "client_secret",
+    "password", "db_password", "passwd", "pwd", "pass", "passphrase", "pin", "secret", "client_secret",
     "secret_key", "access_key", "api_key", "apikey", "token", "access_token", "refresh_token", "auth_token",
     "auth", "authorization", "bearer", "cookie", "session_token", "session_key", "dsn", "conn_str",
     "connection_string", "private_key", "signing_key", "webhook_secret", "credential", "credentials", "otp",
@@ -72,6 +72,8 @@ SHAPES: tuple[tuple[str, str, str], ...] = (
     ("columns", "NAME            VALUE\nregion          eu-west-1\n{key}    {value}", "snake"),
 )  # fmt: skip
 
+# Shapes whose every value is a credential whatever its name (a cookie header): they have no harmless variant.
+CREDENTIAL_CARRIERS = frozenset({"set-cookie"})
 _ALPHABET = string.ascii_letters + string.digits
 
 
@@ -104,6 +106,8 @@ def documents(seed: int = SEED, *, per_shape: int = 8) -> list[Document]:
         for word in rng.sample(CREDENTIAL_WORDS, per_shape):
             value = random_value(rng)
             docs.append(Document(shape, render(template, spelling, word, value), (value,)))
+        if shape in CREDENTIAL_CARRIERS:
+            continue
         for word in rng.sample(HARMLESS_WORDS, 3):
             docs.append(Document(f"clean:{shape}", render(template, spelling, word, rng.choice(["billing", "42", "true", "eu-west-1"]))))
     return docs

@@ -1,0 +1,77 @@
+"""Sensitive names and maskable values, pure: which keys hold a credential, which values are worth masking.
+
+A key is sensitive when one of its words is or ends in a sensitive name (`openai_api_key`, `PGPASSWORD`,
+`dbPassword` yes; `max_tokens`, `tokenizer` no). The short or common nouns in `LAST_WORD_NAMES` (`pass`, `pw`,
+`auth`, `session`, `cookie`, `otp`, `pin`, `bearer`) count only as the key's whole last word: `db_pass`,
+`X-Auth`, `user_session` are sensitive, `bypass`, `passed`, `author`, `session_count`, `cookie_policy` are not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+REDACTED = "[redacted]"
+# Shorter values (and true/false/null/numbers) are never masked by value: a `0` or `true` is not a secret, and
+# masking it everywhere would wreck every page. Key and pattern masks still apply to them.
+MIN_SECRET_LENGTH = 6
+# Longer values are masked by key where they stand, not looked for elsewhere (a whole document is not a secret).
+MAX_SECRET_LENGTH = 4096
+# Names that are sensitive only as a key's whole last word (as a part of other words they mean something else).
+LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "pin", "bearer"})
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@lru_cache(maxsize=8192)
+def normalise_key(key: str) -> str:
+    """apiKey, Api-Key and API_KEY all become api_key."""
+    return _CAMEL.sub("_", key).lower().replace("-", "_").replace(" ", "_").replace(".", "_")
+
+
+@lru_cache(maxsize=64)
+def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
+    if not sensitive:
+        return None
+    # A word that is or ends in a sensitive name: db_password, PGPASSWORD, githubToken; not max_tokens, tokenizer.
+    # A last-word name is the key's whole last word: db_pass, x_auth; not bypass, pass_rate, author.
+    ordered = sorted(sensitive, key=len, reverse=True)
+    words = [f"[_a-z0-9]{re.escape(w)}_" for w in ordered if w not in LAST_WORD_NAMES]
+    words += [f"_{re.escape(w)}_$" for w in ordered if w in LAST_WORD_NAMES]
+    return re.compile("|".join(words))
+
+
+@lru_cache(maxsize=16384)
+def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
+    """A key is sensitive when one of its words is or ends in a sensitive name: openai_api_key, PGPASSWORD yes, max_tokens no."""
+    matcher = _word_matcher(sensitive)
+    return matcher is not None and matcher.search(f"_{normalise_key(key)}_") is not None
+
+
+def sensitive_set(names: Iterable[str]) -> frozenset[str]:
+    """Normalise a list of sensitive field names for `redact`."""
+    return frozenset(normalise_key(name) for name in names if name)
+
+
+@lru_cache(maxsize=64)
+def key_hint(sensitive: frozenset[str]) -> re.Pattern[str] | None:
+    """A case-insensitive test for any spelling of a sensitive name (api_key, apiKey, API-KEY, `api key`)."""
+    if not sensitive:
+        return None
+    words = ("[_\\-. ]?".join(re.escape(part) for part in name.split("_") if part) for name in sorted(sensitive))
+    return re.compile("(?i)" + "|".join(words))
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
+_NOT_SECRETS = {"true", "false", "null", "none", "nil", "undefined", "redacted", "********"}
+
+
+def is_maskable(value: str) -> bool:
+    """Whether a value is worth masking wherever it appears (long enough, not a number, boolean or null)."""
+    text = value.strip()
+    return (
+        MIN_SECRET_LENGTH <= len(text) <= MAX_SECRET_LENGTH
+        and text.lower() not in _NOT_SECRETS
+        and REDACTED not in text
+        and not _NUMBER.fullmatch(text)
+    )
