@@ -2,7 +2,7 @@
 
 A key is sensitive when one of its words is or ends in a sensitive name (`openai_api_key`, `PGPASSWORD`,
 `dbPassword` yes; `max_tokens`, `tokenizer` no). The short or common nouns in `LAST_WORD_NAMES` (`pass`, `pw`,
-`auth`, `session`, `cookie`, `otp`, `pin`, `bearer`) count only as the key's whole last word: `db_pass`,
+`auth`, `session`, `cookie`, `otp`, `pin`, `bearer`, `dsn`) count only as the key's whole last word: `db_pass`,
 `X-Auth`, `user_session` are sensitive, `bypass`, `passed`, `author`, `session_count`, `cookie_policy` are not.
 """
 
@@ -19,7 +19,7 @@ MIN_SECRET_LENGTH = 6
 # Longer values are masked by key where they stand, not looked for elsewhere (a whole document is not a secret).
 MAX_SECRET_LENGTH = 4096
 # Names that are sensitive only as a key's whole last word (as a part of other words they mean something else).
-LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "pin", "bearer"})
+LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "pin", "bearer", "dsn"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -63,15 +63,18 @@ def key_hint(sensitive: frozenset[str]) -> re.Pattern[str] | None:
 
 
 _NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
+# A bare filesystem path (PWD=/home/ada, --token-file ./token.txt) names where a secret is, not the secret.
+_PATH = re.compile(r"(?:/|~/|\./|\.\./)[\w.\-/]*")
 _NOT_SECRETS = {"true", "false", "null", "none", "nil", "undefined", "redacted", "********"}
 
 
 def is_maskable(value: str) -> bool:
-    """Whether a value is worth masking wherever it appears (long enough, not a number, boolean or null)."""
+    """Whether a value is worth masking wherever it appears (long enough, not a number, boolean, null or path)."""
     text = value.strip()
     return (
         MIN_SECRET_LENGTH <= len(text) <= MAX_SECRET_LENGTH
         and text.lower() not in _NOT_SECRETS
         and REDACTED not in text
         and not _NUMBER.fullmatch(text)
+        and not _PATH.fullmatch(text)
     )
