@@ -43,18 +43,19 @@ _CLI = (
     re.compile(r"[ \t]-pass(?:in|out)?[ \t]+pass:(?P<secret>\S+)"),
     re.compile(r"::add-mask::(?P<secret>\S+)"),
 )
-_CLI_HINT = re.compile(r"mysql|redis-cli|sshpass|curl|pass:|::add-mask::")
+CLI_HINT = re.compile(r"mysql|redis-cli|sshpass|curl|pass:|::add-mask::")
 _COOKIE = re.compile(r"(?im)^[ \t]*(?P<set>set-)?cookie[ \t]*:[ \t]*(?P<pairs>[^\n]+)$")
 _NAME_CHARS = re.compile(r"[\w.\-]")
 
 
 def _looks_secret(value: str) -> bool:
-    """Two kinds of characters at least (lower, upper, digit, other): a credential, not a word of prose."""
+    """Two kinds of characters at least (lower, upper, digit, symbol other than `_-.`): a credential, not a word
+    of prose or an identifier (`policy`, `api_key`, `Berlin`)."""
     kinds = (
         any(c.islower() for c in value),
         any(c.isupper() for c in value[1:]),
         any(c.isdigit() for c in value),
-        any(not c.isalnum() for c in value),
+        any(not c.isalnum() and c not in "_-." for c in value),
     )
     return sum(kinds) >= 2 and not value.startswith(("http://", "https://", "/", "$", "{", "%"))
 
@@ -123,7 +124,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             if strong or text[start] == "-" or _looks_secret(value):
                 yield value_start, value_end
         yield from _cookie_spans(text)
-    if _CLI_HINT.search(text):
+    if CLI_HINT.search(text):
         for pattern in _CLI:
             for match in pattern.finditer(text):
                 yield match.span("secret")

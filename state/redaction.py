@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from state.freetext import value_spans
+from state.freetext import CLI_HINT, value_spans
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
     MAX_SECRET_LENGTH,
     MIN_SECRET_LENGTH,
@@ -334,7 +334,10 @@ def _redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None, o
     if isinstance(value, str):
         return _redact_text(value, sensitive, known, own)
     if isinstance(value, dict):
-        out = {k: (REDACTED if is_sensitive(str(k), sensitive) else _redact(v, sensitive, known, own)) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            shown = _redact(v, sensitive, known, own) if not is_sensitive(str(k), sensitive) else REDACTED
+            out[_unique(_mask_key(k, known, own), out)] = shown
         # A delta names its field in `path`, not as a key: {"path": "$.vault.api_key", "value": "sk-…"}.
         path = value.get("path")
         if isinstance(path, str) and "value" in out and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path)):
@@ -343,6 +346,27 @@ def _redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None, o
     if isinstance(value, list | tuple):
         return [_redact(item, sensitive, known, own) for item in value]
     return value
+
+
+def _mask_key(key: Any, known: KnownSecrets | None, own: frozenset[str]) -> Any:
+    """A dict key masked like a value: a known secret, the document's own or a secret's form in it is replaced."""
+    if not isinstance(key, str) or len(key) < MIN_SECRET_LENGTH:
+        return key
+    spans = list(_pattern_spans(key))
+    if known is not None:
+        spans.extend(known.spans(key))
+    spans.extend((at, at + len(v)) for v in own if (at := key.find(v)) != -1)
+    return _apply(key, _merge(spans)) if spans else key
+
+
+def _unique(key: Any, taken: dict[Any, Any]) -> Any:
+    """Two keys masked alike stay two keys: `[redacted]`, `[redacted] (2)`, …"""
+    if key not in taken:
+        return key
+    n = 2
+    while f"{key} ({n})" in taken:
+        n += 1
+    return f"{key} ({n})"
 
 
 def path_is_sensitive(segments: Iterable[str | int], sensitive: frozenset[str]) -> bool:
@@ -448,7 +472,7 @@ def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
 def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
     """A one-pass test of a serialized document: False means `secrets_in` would find nothing in it."""
     hint = key_hint(sensitive)
-    return bool((hint is not None and hint.search(serialized)) or _PATTERN_HINT.search(serialized))
+    return bool((hint is not None and hint.search(serialized)) or _PATTERN_HINT.search(serialized) or CLI_HINT.search(serialized))
 
 
 @lru_cache(maxsize=64)

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
+from state.detection import detect_secrets
 from state.models import KnownSecret
-from state.redaction import KnownSecrets, is_maskable, may_hold_secrets, secrets_in, text_secrets
+from state.redaction import MIN_SECRET_LENGTH, KnownSecrets, is_maskable, may_hold_secrets, secrets_in
 
 if TYPE_CHECKING:
     from experiments.models import Event, Run
@@ -59,26 +60,48 @@ def learn_secrets(*, experiment_id: int, values: Iterable[str]) -> int:
 
 
 def learn_from_text(*, experiment: Any, text: str) -> None:
-    """Learn what free text (a daily log, a note, MEMORY.md) holds under sensitive keys or in a secret's form."""
+    """Learn what the detector finds in free text (a daily log, a note, MEMORY.md, a reflection's answer)."""
     from state.services_redaction import sensitive_fields_for
 
     if text:
-        learn_secrets(experiment_id=experiment.pk, values=text_secrets(text, sensitive_fields_for(experiment)))
+        learn_secrets(experiment_id=experiment.pk, values=detect_secrets(text, sensitive_fields_for(experiment)))
 
 
 def learn_from_events(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
-    """Projector: learn every value under a sensitive key of the batch's payloads (state, results, board, tools)."""
+    """Projector: learn what the detector finds in each event: its payload's values and keys, its kind, its agent."""
     from state.services_redaction import sensitive_fields_for
 
     sensitive = sensitive_fields_for(run.experiment)
     found: set[str] = set()
     for event in events:
-        payload = event.payload
-        # One C-speed pass over the serialized payload first: most events name no sensitive key at all.
-        if may_hold_secrets(json.dumps(payload, ensure_ascii=False, default=str), sensitive):
-            found |= secrets_in(payload, sensitive)
+        found |= event_secrets(event.kind, event.agent_id or "", event.payload, sensitive)
     if found:
         learn_secrets(experiment_id=run.experiment_id, values=found)
+
+
+def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str]) -> set[str]:
+    """The credentials one event carries: under sensitive keys, in any free-text shape of its strings, and in its
+    dict keys, kind and agent id (a token used as a metric name or a key is a token all the same)."""
+    serialized = json.dumps(payload, ensure_ascii=False, default=str)
+    # One C-speed pass over the serialized event first: most events hold nothing a secret could be.
+    if not may_hold_secrets(f"{kind}\n{agent_id}\n{serialized}", sensitive):
+        return set()
+    found = secrets_in(payload, sensitive)
+    # Each name alone: one key is never the value of the key before it.
+    for name in {kind, agent_id, *_keys(payload)}:
+        if len(name) >= MIN_SECRET_LENGTH:
+            found |= detect_secrets(name, sensitive)
+    return found
+
+
+def _keys(value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _keys(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _keys(item)
 
 
 def known_secrets_for(experiment_id: int, *, escaped: bool = False) -> KnownSecrets:
@@ -121,14 +144,13 @@ def learn_from_history(*, experiment: Any, chunk: int = 2000) -> int:
     found: set[str] = set()
     after = 0
     while True:
-        rows = list(Event.objects.filter(run__experiment=experiment, pk__gt=after).order_by("pk").values_list("pk", "payload")[:chunk])
+        rows = list(Event.objects.filter(run__experiment=experiment, pk__gt=after).order_by("pk").values_list("pk", "kind", "agent_id", "payload")[:chunk])
         if not rows:
             break
-        for _, payload in rows:
-            if may_hold_secrets(json.dumps(payload, ensure_ascii=False, default=str), sensitive):
-                found |= secrets_in(payload, sensitive)
+        for _, kind, agent_id, payload in rows:
+            found |= event_secrets(kind, agent_id or "", payload, sensitive)
         after = rows[-1][0]
     for model in (MemoryEntry, MemoryDocument, Note):
         for text in model.objects.filter(experiment=experiment).values_list("content", flat=True).iterator():
-            found |= text_secrets(text, sensitive)
+            found |= detect_secrets(text, sensitive)
     return learn_secrets(experiment_id=experiment.pk, values=found)
