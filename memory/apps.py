@@ -7,7 +7,7 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         from experiments.projections import register_file_handler, register_projector
-        from memory import episodes, projectors
+        from memory import episodes, projectors, reflection
         from memory.chunks import remask_chunks
         from state.secrets import on_new_secrets
 
@@ -17,4 +17,8 @@ class MemoryConfig(AppConfig):
         register_projector("", episodes.project_episodes, name="memory.episodes")
         register_file_handler("long_term", projectors.handle_long_term_file)
         register_file_handler("daily", projectors.handle_daily_file)
-        on_new_secrets(remask_chunks)  # a secret learnt after a chunk was stored is masked in it too
+        # A secret learnt after a derivative was stored is masked in it too (chunks and their vectors, episode
+        # texts and word sets, reflection prompts and answers).
+        on_new_secrets(remask_chunks)
+        on_new_secrets(episodes.remask_episodes)
+        on_new_secrets(reflection.remask_reflections)

@@ -25,7 +25,7 @@ from memory.chunks import upsert_chunk
 from memory.episodes import load_episodes, recall_agents
 from memory.models import Episode, MemoryChunk, Reflection
 from state.config import state_settings
-from state.services_redaction import redact_text_for
+from state.services_redaction import redact_text_for, redactor_for
 
 logger = logging.getLogger(__name__)
 OFF_SENTENCE = "Reflection is off: no chat endpoint is configured (set LLM_BASE_URL, LLM_API_KEY and AWP_REFLECTION_MODEL)."
@@ -224,3 +224,18 @@ def _store(reflection: Reflection, belief: str, answer: str) -> None:
         status=Reflection.Status.DONE, belief=belief, answer=answer[:10_000], error="", completed_at=now,
         proposal=proposal, attempts=reflection.attempts + 1, next_retry_at=None,
     )  # fmt: skip
+
+
+def remask_reflections(experiment_id: int, values: list[str]) -> int:
+    """Mask newly learnt secrets in stored reflection prompts, answers, beliefs and errors."""
+    match = Q()
+    for value in values:
+        match |= Q(answer__contains=value) | Q(belief__contains=value) | Q(error__contains=value) | Q(prompt__icontains=value)
+    rows = list(Reflection.objects.filter(Q(experiment_id=experiment_id) & match).select_related("experiment"))
+    for reflection in rows:
+        redactor = redactor_for(reflection.experiment)
+        Reflection.objects.filter(pk=reflection.pk).update(
+            prompt=redactor.value(reflection.prompt), answer=redactor.text(reflection.answer),
+            belief=redactor.text(reflection.belief), error=redactor.text(reflection.error),
+        )  # fmt: skip
+    return len(rows)
