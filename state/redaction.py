@@ -25,14 +25,16 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from state.freetext import CLI_HINT, value_spans
+from state.freetext import value_spans
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
     MAX_SECRET_LENGTH,
     MIN_SECRET_LENGTH,
     REDACTED,
+    holds_any,
     is_maskable,
     is_sensitive,
     key_hint,
+    name_needles,
     normalise_key,
     sensitive_set,
 )
@@ -56,6 +58,13 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),  # JWTs
 )
 # Cheap test before running the patterns one by one.
+# Lower-case signs of a pattern's form or of a credential-taking command: a text holding none of them (nor a
+# sensitive name) holds nothing the key, free-text and pattern masks could find.
+_FORM_NEEDLES = (
+    "://", "bearer", "-----begin", "akia", "asia", "agpa", "aida", "aroa", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+    "github_pat_", "xox", "aiza", "sk_", "rk_", "sk-", "eyj",
+    "mysql", "redis-cli", "sshpass", "curl", "pass:", "::add-mask::", "cookie",
+)  # fmt: skip
 _PATTERN_HINT = re.compile(r"://|(?i:bearer)[ \t]|-----BEGIN|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)")
 
 
@@ -245,11 +254,12 @@ def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    hint = key_hint(sensitive)
-    if hint is not None and hint.search(text):
-        spans.extend(_key_spans(text, sensitive))
-    spans.extend(value_spans(text, sensitive))
-    spans.extend(_pattern_spans(text))
+    if may_hold_secrets(text, sensitive):
+        hint = key_hint(sensitive)
+        if hint is not None and hint.search(text):
+            spans.extend(_key_spans(text, sensitive))
+        spans.extend(value_spans(text, sensitive))
+        spans.extend(_pattern_spans(text))
     # A value masked by key or form is masked wherever else the same text repeats it (prose quoting it).
     own = {v for start, end in spans for v in _span_values(text[start:end]) if is_maskable(v)} | extra
     for value in own:
@@ -427,6 +437,8 @@ def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
         if isinstance(parsed, dict | list):
             yield from secrets_in(parsed, sensitive)
             return
+    if not may_hold_secrets(text, sensitive):
+        return
     hint = key_hint(sensitive)
     if hint is not None and hint.search(text):
         for start, end in _key_spans(text, sensitive):
@@ -470,9 +482,14 @@ def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
 
 
 def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
-    """A one-pass test of a serialized document: False means `secrets_in` would find nothing in it."""
-    hint = key_hint(sensitive)
-    return bool((hint is not None and hint.search(serialized)) or _PATTERN_HINT.search(serialized) or CLI_HINT.search(serialized))
+    """A one-pass test of a serialized document: False means `secrets_in` and the detector find nothing in it."""
+    return _needles(sensitive) is None or holds_any(serialized.lower().replace("ς", "σ"), _needles(sensitive))  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=64)
+def _needles(sensitive: frozenset[str]) -> tuple[str, ...] | None:
+    names = name_needles(sensitive)
+    return None if names is None else tuple(sorted(set(names) | set(_FORM_NEEDLES)))
 
 
 @lru_cache(maxsize=64)

@@ -11,6 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
+
+try:  # Aho-Corasick in C: one pass over a text whatever the number of needles
+    import ahocorasick
+except ImportError:  # pragma: no cover - str.find per needle does the same, slower
+    ahocorasick = None
 
 REDACTED = "[redacted]"
 # Shorter values (and true/false/null/numbers) are never masked by value: a `0` or `true` is not a secret, and
@@ -78,3 +84,39 @@ def is_maskable(value: str) -> bool:
         and not _NUMBER.fullmatch(text)
         and not _PATH.fullmatch(text)
     )
+
+
+@lru_cache(maxsize=64)
+def name_needles(sensitive: frozenset[str]) -> tuple[str, ...] | None:
+    """Lower-case strings one of which stands in any text naming a sensitive name (None: no such test).
+
+    Every spelling `key_hint` accepts keeps each part of the name unbroken, so the longest part of each name is
+    a necessary sign; a needle holding another needle is dropped (`pass` stands for `password`).
+    """
+    parts = set()
+    for name in sensitive:
+        longest = max((part for part in name.split("_") if part), key=len, default="")
+        if not longest or any(char in '"\\' or char < " " for char in longest):
+            return None
+        parts.add(longest.replace("ς", "σ"))
+    return tuple(sorted(p for p in parts if not any(other != p and other in p for other in parts)))
+
+
+@lru_cache(maxsize=64)
+def needle_matcher(needles: tuple[str, ...]) -> Any:
+    """One automaton (or the needles themselves) for `holds_any`."""
+    if ahocorasick is None or not needles:
+        return needles
+    automaton = ahocorasick.Automaton()
+    for needle in needles:
+        automaton.add_word(needle, needle)
+    automaton.make_automaton()
+    return automaton
+
+
+def holds_any(lowered: str, needles: tuple[str, ...]) -> bool:
+    """Whether a lower-cased text holds one of the needles (one C pass)."""
+    matcher = needle_matcher(needles)
+    if isinstance(matcher, tuple):
+        return any(needle in lowered for needle in matcher)
+    return next(matcher.iter(lowered), None) is not None
