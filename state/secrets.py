@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from experiments.projections import ProjectionContext
 
 _lock = threading.Lock()
-# experiment id -> ((count, max id), plain matcher, matcher of escaped forms or None until first asked)
-_cache: dict[int, tuple[tuple[int, int], KnownSecrets, KnownSecrets | None]] = {}
+# experiment id (None: the pool) -> ((count, max id), plain matcher, matcher of escaped forms or None until first asked)
+_cache: dict[int | None, tuple[tuple[int, int], KnownSecrets, KnownSecrets | None]] = {}
 
 
 # Called with (experiment_id, new values) after new secrets were stored: derivatives stored earlier (memory
@@ -40,8 +40,8 @@ def on_new_secrets(callback: Callable[[int, list[str]], None]) -> None:
         _on_learnt.append(callback)
 
 
-def learn_secrets(*, experiment_id: int, values: Iterable[str]) -> int:
-    """Store values as known secrets of the experiment (each once); returns how many were new."""
+def learn_secrets(*, experiment_id: int | None, values: Iterable[str]) -> int:
+    """Store values as known secrets of the experiment (None: of the pool), each once; returns how many were new."""
     rows = {}
     for value in values:
         text = value.strip()
@@ -54,7 +54,7 @@ def learn_secrets(*, experiment_id: int, values: Iterable[str]) -> int:
     new = [row for digest, row in rows.items() if digest not in known]
     if new:
         KnownSecret.objects.bulk_create(new, ignore_conflicts=True)
-        for callback in _on_learnt:
+        for callback in _on_learnt if experiment_id is not None else ():  # the pool keeps no derivatives
             callback(experiment_id, [row.value for row in new])
     return len(new)
 
@@ -94,6 +94,19 @@ def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[s
     return found
 
 
+def learn_from_pool_envelope(raw: Any) -> int:
+    """Learn what the detector finds in a pool envelope (its payload's values and keys, its type): secrets of the
+    pool, masked on every Pool way out (`pool.redaction`)."""
+    from django.conf import settings
+
+    from state.redaction import sensitive_set
+
+    if not isinstance(raw, dict):
+        return 0
+    found = event_secrets(str(raw.get("type") or ""), str(raw.get("clawId") or ""), raw.get("payload"), sensitive_set(settings.AWP_SENSITIVE_FIELDS))
+    return learn_secrets(experiment_id=None, values=found) if found else 0
+
+
 def _keys(value: Any) -> Iterable[str]:
     if isinstance(value, dict):
         for key, item in value.items():
@@ -104,10 +117,13 @@ def _keys(value: Any) -> Iterable[str]:
             yield from _keys(item)
 
 
-def known_secrets_for(experiment_id: int, *, escaped: bool = False) -> KnownSecrets:
-    """The experiment's known secrets as one matcher; escaped=True also matches their HTML/JSON/URL forms."""
+def known_secrets_for(experiment_id: int | None, *, escaped: bool = False) -> KnownSecrets:
+    """The experiment's (None: the pool's) known secrets as one matcher; escaped=True also matches their
+    HTML/JSON/URL forms."""
+    scope = "experiment_id = %s" if experiment_id is not None else "experiment_id IS NULL"
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), coalesce(max(id), 0) FROM state_knownsecret WHERE experiment_id = %s", [experiment_id])
+        cursor.execute(f"SELECT count(*), coalesce(max(id), 0) FROM state_knownsecret WHERE {scope}",
+                       [experiment_id] if experiment_id is not None else [])  # fmt: skip
         count, top = cursor.fetchone()
     stamp = (int(count), int(top))
     cached = _cache.get(experiment_id)

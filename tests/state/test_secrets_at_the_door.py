@@ -76,3 +76,21 @@ def test_memory_text_is_scanned_by_the_detector_before_its_chunk_is_stored():
     entry, _ = append_daily_entry(experiment=experiment, content="ran: curl -u deploy:Pp9Oo8Ii7Uu6 https://x.example", day=date(2026, 11, 1), dedupe_key="d1")
     assert "Pp9Oo8Ii7Uu6" in _known(experiment)
     assert "Pp9Oo8Ii7Uu6" not in MemoryChunk.objects.get(ref_key=f"entry:{entry.pk}").content
+
+
+def test_a_pool_envelope_is_scanned_and_its_credentials_are_masked_on_every_pool_way_out():
+    from pool.redaction import redact_pool, redact_pool_text
+    from pool.services import apply_envelope, create_claw, new_envelope
+
+    create_claw(claw_id="claw-a", capabilities=[])
+    statement = "Deploy with `deploy-tool push --db-password Zz8Yy7Xx6Ww5` tonight."
+    applied = apply_envelope(new_envelope("proposal", {"proposal_id": "p-door", "statement": statement}, claw_id="claw-a"),
+                             origin="api", caller_claw_id="claw-a")  # fmt: skip
+    assert applied.status == 200, applied.body
+    assert KnownSecret.objects.filter(experiment=None, value="Zz8Yy7Xx6Ww5").exists()
+    # Quoted later without any credential word, in another envelope's text: masked by value.
+    assert "Zz8Yy7Xx6Ww5" not in redact_pool_text("I voted yes; Zz8Yy7Xx6Ww5 works.")
+    assert "Zz8Yy7Xx6Ww5" not in json.dumps(redact_pool({"Zz8Yy7Xx6Ww5": {"reason": "Zz8Yy7Xx6Ww5"}}))
+    # A secret of the pool is no secret of an experiment, and the other way round.
+    experiment = make_experiment()
+    assert redact_text_for(experiment, "Zz8Yy7Xx6Ww5") == "Zz8Yy7Xx6Ww5"
