@@ -4,6 +4,7 @@ text becomes a known secret, and a known secret is masked in dict keys, kinds an
 from __future__ import annotations
 
 import json
+import random
 from datetime import date
 
 import pytest
@@ -13,6 +14,7 @@ from memory.models import MemoryChunk
 from memory.services import append_daily_entry
 from state.models import KnownSecret
 from state.services_redaction import redact_for, redact_text_for, redactor_for
+from tests.corpus.secrets.tune import generate as tune
 from tests.factories import make_experiment, make_run
 
 pytestmark = pytest.mark.django_db
@@ -94,3 +96,18 @@ def test_a_pool_envelope_is_scanned_and_its_credentials_are_masked_on_every_pool
     # A secret of the pool is no secret of an experiment, and the other way round.
     experiment = make_experiment()
     assert redact_text_for(experiment, "Zz8Yy7Xx6Ww5") == "Zz8Yy7Xx6Ww5"
+
+
+@pytest.mark.parametrize(("shape", "template", "spelling"), tune.SHAPES, ids=[s for s, _, _ in tune.SHAPES])
+def test_every_corpus_shape_through_the_facade_of_an_experiment(shape, template, spelling):  # type: ignore[no-untyped-def]
+    experiment = make_experiment()
+    value = tune.random_value(random.Random(shape))
+    text = tune.render(template, spelling, "client_secret", value)
+    _push(make_run(experiment), "log", {"msg": text}, "e1")
+    assert value in _known(experiment)
+    for shown in (redact_text_for(experiment, text), redact_text_for(experiment, f"again {value}"),
+                  json.dumps(redact_for(experiment, {"text": text, value: 1}))):  # fmt: skip
+        assert value not in shown, shown
+    harmless = tune.render(template, spelling, "max_tokens", "eu-west-1")
+    if shape not in tune.CREDENTIAL_CARRIERS:  # a cookie header's values are credentials whatever their names
+        assert redact_text_for(experiment, harmless) == harmless
