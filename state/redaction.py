@@ -35,6 +35,7 @@ from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for th
     is_sensitive,
     key_hint,
     name_needles,
+    needle_matcher,
     normalise_key,
     sensitive_set,
 )
@@ -362,11 +363,11 @@ def _mask_key(key: Any, known: KnownSecrets | None, own: frozenset[str]) -> Any:
     """A dict key masked like a value: a known secret, the document's own or a secret's form in it is replaced."""
     if not isinstance(key, str) or len(key) < MIN_SECRET_LENGTH:
         return key
-    spans = list(_pattern_spans(key))
-    if known is not None:
-        spans.extend(known.spans(key))
-    spans.extend((at, at + len(v)) for v in own if (at := key.find(v)) != -1)
-    return _apply(key, _merge(spans)) if spans else key
+    if own and any(v in key for v in own):
+        spans = [*_pattern_spans(key), *(known.spans(key) if known is not None else ())]
+        spans.extend((at, at + len(v)) for v in own if (at := key.find(v)) != -1)
+        return _apply(key, _merge(spans))
+    return (known if known is not None else _EMPTY).masked_key(key)
 
 
 def _unique(key: Any, taken: dict[Any, Any]) -> Any:
@@ -483,13 +484,14 @@ def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
 
 def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
     """A one-pass test of a serialized document: False means `secrets_in` and the detector find nothing in it."""
-    return _needles(sensitive) is None or holds_any(serialized.lower().replace("ς", "σ"), _needles(sensitive))  # type: ignore[arg-type]
+    matcher = _needles(sensitive)
+    return matcher is None or holds_any(serialized.lower().replace("ς", "σ"), matcher)
 
 
 @lru_cache(maxsize=64)
-def _needles(sensitive: frozenset[str]) -> tuple[str, ...] | None:
+def _needles(sensitive: frozenset[str]) -> Any:
     names = name_needles(sensitive)
-    return None if names is None else tuple(sorted(set(names) | set(_FORM_NEEDLES)))
+    return None if names is None else needle_matcher(tuple(sorted(set(names) | set(_FORM_NEEDLES))))
 
 
 @lru_cache(maxsize=64)
@@ -603,6 +605,8 @@ class KnownSecrets:
     values: frozenset[str] = frozenset()
     escaped: bool = False
     _matcher: Any = field(default=None, compare=False, repr=False)
+    # Dict keys repeat across rows (the same few per event kind): each is masked once per matcher.
+    _keys: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def empty(cls) -> KnownSecrets:
@@ -631,6 +635,16 @@ class KnownSecrets:
             return
         for end, length in self._matcher.iter(text):
             yield end + 1 - length, end + 1
+
+    def masked_key(self, key: str) -> str:
+        """A dict key with known secrets and secrets' forms masked (remembered per matcher)."""
+        cached = self._keys.get(key)
+        if cached is None:
+            spans = [*_pattern_spans(key), *self.spans(key)]
+            cached = _apply(key, _merge(spans)) if spans else key
+            if len(self._keys) < 16384:
+                self._keys[key] = cached
+        return cached
 
     def mask(self, text: str) -> str:
         """Every occurrence of a known secret replaced by REDACTED (one pass)."""

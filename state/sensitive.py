@@ -114,9 +114,8 @@ def needle_matcher(needles: tuple[str, ...]) -> Any:
     return automaton
 
 
-def holds_any(lowered: str, needles: tuple[str, ...]) -> bool:
-    """Whether a lower-cased text holds one of the needles (one C pass)."""
-    matcher = needle_matcher(needles)
+def holds_any(lowered: str, matcher: Any) -> bool:
+    """Whether a lower-cased text holds one of the needles of a `needle_matcher` (one C pass)."""
     if isinstance(matcher, tuple):
         return any(needle in lowered for needle in matcher)
     return next(matcher.iter(lowered), None) is not None
