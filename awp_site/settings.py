@@ -182,8 +182,13 @@ AWP_OTEL_SERVICE_NAME = os.environ.get("OTEL_SERVICE_NAME", "awp-memory")
 AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
 AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
+# Credential nouns and their short forms; pass, pw, auth, session, cookie, otp, pin and bearer count only as a
+# key's whole last word (state.sensitive.LAST_WORD_NAMES), so bypass, author and session_count stay readable.
 AWP_SENSITIVE_FIELDS = env_list(
-    "AWP_SENSITIVE_FIELDS", "api_key,apikey,password,passwd,secret,token,authorization,credentials,private_key"
+    "AWP_SENSITIVE_FIELDS",
+    "api_key,apikey,password,passwd,passphrase,pwd,pass,pw,pin,otp,secret,token,authorization,auth,bearer,"
+    "credential,credentials,private_key,secret_key,access_key,signing_key,session_key,master_key,encryption_key,"
+    "cookie,session,sessionid,dsn,conn_str,connection_string",
 )
 AWP_DEMO_DIR = AWP_DATA_DIR / "demo"
 # The shared knowledge pool (pool/): this deployment's own clawId must differ between bridged deployments.

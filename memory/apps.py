@@ -17,5 +17,8 @@ class MemoryConfig(AppConfig):
         register_projector("", episodes.project_episodes, name="memory.episodes")
         register_file_handler("long_term", projectors.handle_long_term_file)
         register_file_handler("daily", projectors.handle_daily_file)
-        on_new_secrets(remask_chunks)  # a secret learnt after a chunk was stored is masked in it too
-        on_new_secrets(outbound.remask_stored_prompts)  # and in what was kept of outbound calls
+        # A secret learnt after a derivative was stored is masked in it too (chunks and their vectors, episode
+        # texts and word sets, what was kept of outbound calls: prompts, answers, beliefs).
+        on_new_secrets(remask_chunks)
+        on_new_secrets(episodes.remask_episodes)
+        on_new_secrets(outbound.remask_stored_prompts)

@@ -447,3 +447,42 @@ def recall_data(experiment: Experiment, block: recall.RecallBlock) -> dict[str, 
         "items": [item(s) for s in block.items], "below_cut": [item(s) for s in block.below],
         "block": redactor.text(block.block),
     }  # fmt: skip
+
+
+def remask_episodes(experiment_id: int, values: list[str]) -> int:
+    """Mask newly learnt secrets in episodes projected before they were known: their text and word set are made
+    again from the masked fields, so no recall query can confirm a guess of a masked value by its relevance."""
+    like = [f"%{_like_escape(value)}%" for value in values]
+    in_json = [f"%{_like_escape(json.dumps(value, ensure_ascii=False)[1:-1])}%" for value in values]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM memory_episode WHERE experiment_id = %s AND (text LIKE ANY(%s) OR fields::text LIKE ANY(%s))",
+            [experiment_id, like, in_json],
+        )
+        ids = [pk for (pk,) in cursor.fetchall()]
+    if not ids:
+        return 0
+    experiment = Experiment.objects.get(pk=experiment_id)
+    redactor = redactor_for(experiment)
+    changed = []
+    for episode in Episode.objects.filter(pk__in=ids).only("pk", "kind", "fields", "text", "words"):
+        text = _masked_text(episode, redactor)
+        if text != episode.text:
+            episode.text, episode.words = text, sorted(recall.words(text))
+            changed.append(episode)
+    Episode.objects.bulk_update(changed, ["text", "words"])
+    return len(changed)
+
+
+def _masked_text(episode: Episode, redactor: Any) -> str:
+    """The episode's text made again from its masked fields (a value cut by the length limit is masked too)."""
+    if episode.kind == "reflection" or not isinstance(episode.fields, dict):
+        return redactor.text(episode.text)
+    prefix = ""
+    if episode.kind == "board.post" and episode.text.startswith("[") and "] " in episode.text:
+        prefix = redactor.text(episode.text[: episode.text.index("] ") + 2])
+    return prefix + recall.render_fields(redactor.value(episode.fields))
+
+
+def _like_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -195,3 +195,4 @@ def _store(reflection: Reflection, belief: str, answer: str) -> None:
         status=Reflection.Status.DONE, belief=belief, answer=answer[:10_000], error="", completed_at=now,
         proposal=proposal, attempts=reflection.attempts + 1, next_retry_at=None,
     )  # fmt: skip
+

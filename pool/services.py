@@ -34,6 +34,7 @@ from pool.models import (
     PoolVote,
 )
 from pool.rules import Envelope, Refusal
+from state.secrets import learn_from_pool_envelope
 from state.services_redaction import redact_text_for
 
 Origin = PoolEnvelope.Origin
@@ -83,6 +84,7 @@ def apply_envelope(raw: Any, *, origin: str, deployment: str = "", caller_claw_i
         envelope = rules.parse_envelope(raw)
         if caller_claw_id is not None and envelope.claw_id != caller_claw_id:
             raise Refusal(403, "claw_mismatch", f"This token belongs to '{caller_claw_id}', not to clawId '{envelope.claw_id}'.")
+        learn_from_pool_envelope(envelope.raw)  # what it carries is a known secret of the pool before it is kept
         if rules.is_self_loop(envelope, local_claw_id=local_claw_id(), from_bus=origin == Origin.BUS):
             _audit(raw, origin, PoolAudit.Outcome.IGNORED, "self_loop", "An envelope claiming this deployment's own clawId came back from the bus.")
             return Applied(200, {"outcome": "ignored", "reason": "self_loop", "idempotency_key": envelope.idempotency_key})

@@ -153,13 +153,19 @@ class KnownSecret(models.Model):
     never updated; an experiment's rows go with it.
     """
 
-    experiment = models.ForeignKey("experiments.Experiment", on_delete=models.CASCADE, related_name="+")
+    experiment = models.ForeignKey(
+        "experiments.Experiment", null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+        help_text="empty: a secret of the shared pool (learnt from pool envelopes), masked on the Pool's ways out",
+    )  # fmt: skip
     digest = models.CharField(max_length=64, help_text="sha256 of the value (uniqueness without a text index)")
     value = models.TextField()
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["experiment", "digest"], name="state_known_secret_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["experiment", "digest"], name="state_known_secret_unique"),
+            models.UniqueConstraint(fields=["digest"], condition=models.Q(experiment__isnull=True), name="state_known_secret_pool_unique"),
+        ]
 
     def __str__(self) -> str:
-        return f"known secret #{self.pk} of experiment {self.experiment_id}"  # never the value
+        return f"known secret #{self.pk} of {f'experiment {self.experiment_id}' if self.experiment_id else 'the pool'}"  # never the value

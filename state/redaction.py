@@ -25,40 +25,20 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-REDACTED = "[redacted]"
-# Shorter values (and true/false/null/numbers) are never masked by value: a `0` or `true` is not a secret, and
-# masking it everywhere would wreck every page. Key and pattern masks still apply to them.
-MIN_SECRET_LENGTH = 6
-# Longer values are masked by key where they stand, not looked for elsewhere (a whole document is not a secret).
-MAX_SECRET_LENGTH = 4096
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-@lru_cache(maxsize=8192)
-def normalise_key(key: str) -> str:
-    """apiKey, Api-Key and API_KEY all become api_key."""
-    return _CAMEL.sub("_", key).lower().replace("-", "_").replace(" ", "_").replace(".", "_")
-
-
-@lru_cache(maxsize=64)
-def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
-    if not sensitive:
-        return None
-    # A word that is or ends in a sensitive name: db_password, PGPASSWORD, githubToken; not max_tokens, tokenizer.
-    return re.compile("|".join(f"[_a-z0-9]{re.escape(word)}_" for word in sorted(sensitive, key=len, reverse=True)))
-
-
-@lru_cache(maxsize=16384)
-def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
-    """A key is sensitive when one of its words is or ends in a sensitive name: openai_api_key, PGPASSWORD yes, max_tokens no."""
-    matcher = _word_matcher(sensitive)
-    return matcher is not None and matcher.search(f"_{normalise_key(key)}_") is not None
-
-
-def sensitive_set(names: Iterable[str]) -> frozenset[str]:
-    """Normalise a list of sensitive field names for `redact`."""
-    return frozenset(normalise_key(name) for name in names if name)
-
+from state.freetext import value_spans
+from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
+    MAX_SECRET_LENGTH,
+    MIN_SECRET_LENGTH,
+    REDACTED,
+    holds_any,
+    is_maskable,
+    is_sensitive,
+    key_hint,
+    name_needles,
+    needle_matcher,
+    normalise_key,
+    sensitive_set,
+)
 
 # -- keyless patterns ----------------------------------------------------------------------------------------
 
@@ -79,6 +59,13 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),  # JWTs
 )
 # Cheap test before running the patterns one by one.
+# Lower-case signs of a pattern's form or of a credential-taking command: a text holding none of them (nor a
+# sensitive name) holds nothing the key, free-text and pattern masks could find.
+_FORM_NEEDLES = (
+    "://", "bearer", "-----begin", "akia", "asia", "agpa", "aida", "aroa", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+    "github_pat_", "xox", "aiza", "sk_", "rk_", "sk-", "eyj",
+    "mysql", "redis-cli", "sshpass", "curl", "pass:", "::add-mask::", "cookie",
+)  # fmt: skip
 _PATTERN_HINT = re.compile(r"://|(?i:bearer)[ \t]|-----BEGIN|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)")
 
 
@@ -256,15 +243,6 @@ def _key_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]
             yield span
 
 
-@lru_cache(maxsize=64)
-def _key_hint(sensitive: frozenset[str]) -> re.Pattern[str] | None:
-    """A case-insensitive test for any spelling of a sensitive name (api_key, apiKey, API-KEY, `api key`)."""
-    if not sensitive:
-        return None
-    words = ("[_\\-. ]?".join(re.escape(part) for part in name.split("_") if part) for name in sorted(sensitive))
-    return re.compile("(?i)" + "|".join(words))
-
-
 def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
@@ -277,10 +255,12 @@ def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    hint = _key_hint(sensitive)
-    if hint is not None and hint.search(text):
-        spans.extend(_key_spans(text, sensitive))
-    spans.extend(_pattern_spans(text))
+    if may_hold_secrets(text, sensitive):
+        hint = key_hint(sensitive)
+        if hint is not None and hint.search(text):
+            spans.extend(_key_spans(text, sensitive))
+        spans.extend(value_spans(text, sensitive))
+        spans.extend(_pattern_spans(text))
     # A value masked by key or form is masked wherever else the same text repeats it (prose quoting it).
     own = {v for start, end in spans for v in _span_values(text[start:end]) if is_maskable(v)} | extra
     for value in own:
@@ -365,7 +345,10 @@ def _redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None, o
     if isinstance(value, str):
         return _redact_text(value, sensitive, known, own)
     if isinstance(value, dict):
-        out = {k: (REDACTED if is_sensitive(str(k), sensitive) else _redact(v, sensitive, known, own)) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            shown = _redact(v, sensitive, known, own) if not is_sensitive(str(k), sensitive) else REDACTED
+            out[_unique(_mask_key(k, known, own), out)] = shown
         # A delta names its field in `path`, not as a key: {"path": "$.vault.api_key", "value": "sk-…"}.
         path = value.get("path")
         if isinstance(path, str) and "value" in out and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path)):
@@ -374,6 +357,27 @@ def _redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None, o
     if isinstance(value, list | tuple):
         return [_redact(item, sensitive, known, own) for item in value]
     return value
+
+
+def _mask_key(key: Any, known: KnownSecrets | None, own: frozenset[str]) -> Any:
+    """A dict key masked like a value: a known secret, the document's own or a secret's form in it is replaced."""
+    if not isinstance(key, str) or len(key) < MIN_SECRET_LENGTH:
+        return key
+    if own and any(v in key for v in own):
+        spans = [*_pattern_spans(key), *(known.spans(key) if known is not None else ())]
+        spans.extend((at, at + len(v)) for v in own if (at := key.find(v)) != -1)
+        return _apply(key, _merge(spans))
+    return (known if known is not None else _EMPTY).masked_key(key)
+
+
+def _unique(key: Any, taken: dict[Any, Any]) -> Any:
+    """Two keys masked alike stay two keys: `[redacted]`, `[redacted] (2)`, …"""
+    if key not in taken:
+        return key
+    n = 2
+    while f"{key} ({n})" in taken:
+        n += 1
+    return f"{key} ({n})"
 
 
 def path_is_sensitive(segments: Iterable[str | int], sensitive: frozenset[str]) -> bool:
@@ -389,21 +393,6 @@ def redact_at(segments: Iterable[str | int], value: Any, sensitive: frozenset[st
 
 
 # -- finding secrets -----------------------------------------------------------------------------------------
-
-_NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
-_NOT_SECRETS = {"true", "false", "null", "none", "nil", "undefined", "redacted", "********"}
-
-
-def is_maskable(value: str) -> bool:
-    """Whether a value is worth masking wherever it appears (long enough, not a number, boolean or null)."""
-    text = value.strip()
-    return (
-        MIN_SECRET_LENGTH <= len(text) <= MAX_SECRET_LENGTH
-        and text.lower() not in _NOT_SECRETS
-        and REDACTED not in text
-        and not _NUMBER.fullmatch(text)
-    )
-
 
 def _leaves(value: Any) -> Iterator[str]:
     if isinstance(value, str):
@@ -449,10 +438,14 @@ def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
         if isinstance(parsed, dict | list):
             yield from secrets_in(parsed, sensitive)
             return
-    hint = _key_hint(sensitive)
+    if not may_hold_secrets(text, sensitive):
+        return
+    hint = key_hint(sensitive)
     if hint is not None and hint.search(text):
         for start, end in _key_spans(text, sensitive):
             yield from _span_values(text[start:end])
+    for start, end in value_spans(text, sensitive):
+        yield text[start:end]
     for start, end in _pattern_spans(text):
         yield text[start:end].strip()
 
@@ -490,9 +483,15 @@ def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
 
 
 def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
-    """A one-pass test of a serialized document: False means `secrets_in` would find nothing in it."""
-    hint = _key_hint(sensitive)
-    return bool((hint is not None and hint.search(serialized)) or _PATTERN_HINT.search(serialized))
+    """A one-pass test of a serialized document: False means `secrets_in` and the detector find nothing in it."""
+    matcher = _needles(sensitive)
+    return matcher is None or holds_any(serialized.lower().replace("ς", "σ"), matcher)
+
+
+@lru_cache(maxsize=64)
+def _needles(sensitive: frozenset[str]) -> Any:
+    names = name_needles(sensitive)
+    return None if names is None else needle_matcher(tuple(sorted(set(names) | set(_FORM_NEEDLES))))
 
 
 @lru_cache(maxsize=64)
@@ -606,6 +605,8 @@ class KnownSecrets:
     values: frozenset[str] = frozenset()
     escaped: bool = False
     _matcher: Any = field(default=None, compare=False, repr=False)
+    # Dict keys repeat across rows (the same few per event kind): each is masked once per matcher.
+    _keys: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def empty(cls) -> KnownSecrets:
@@ -634,6 +635,16 @@ class KnownSecrets:
             return
         for end, length in self._matcher.iter(text):
             yield end + 1 - length, end + 1
+
+    def masked_key(self, key: str) -> str:
+        """A dict key with known secrets and secrets' forms masked (remembered per matcher)."""
+        cached = self._keys.get(key)
+        if cached is None:
+            spans = [*_pattern_spans(key), *self.spans(key)]
+            cached = _apply(key, _merge(spans)) if spans else key
+            if len(self._keys) < 16384:
+                self._keys[key] = cached
+        return cached
 
     def mask(self, text: str) -> str:
         """Every occurrence of a known secret replaced by REDACTED (one pass)."""

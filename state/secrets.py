@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
+from state.detection import detect_secrets
 from state.models import KnownSecret
-from state.redaction import KnownSecrets, is_maskable, may_hold_secrets, secrets_in, text_secrets
+from state.redaction import MIN_SECRET_LENGTH, KnownSecrets, is_maskable, may_hold_secrets, secrets_in
 
 if TYPE_CHECKING:
     from experiments.models import Event, Run
     from experiments.projections import ProjectionContext
 
 _lock = threading.Lock()
-# experiment id -> ((count, max id), plain matcher, matcher of escaped forms or None until first asked)
-_cache: dict[int, tuple[tuple[int, int], KnownSecrets, KnownSecrets | None]] = {}
+# experiment id (None: the pool) -> ((count, max id), plain matcher, matcher of escaped forms or None until first asked)
+_cache: dict[int | None, tuple[tuple[int, int], KnownSecrets, KnownSecrets | None]] = {}
 
 
 # Called with (experiment_id, new values) after new secrets were stored: derivatives stored earlier (memory
@@ -39,8 +40,8 @@ def on_new_secrets(callback: Callable[[int, list[str]], None]) -> None:
         _on_learnt.append(callback)
 
 
-def learn_secrets(*, experiment_id: int, values: Iterable[str]) -> int:
-    """Store values as known secrets of the experiment (each once); returns how many were new."""
+def learn_secrets(*, experiment_id: int | None, values: Iterable[str]) -> int:
+    """Store values as known secrets of the experiment (None: of the pool), each once; returns how many were new."""
     rows = {}
     for value in values:
         text = value.strip()
@@ -53,38 +54,76 @@ def learn_secrets(*, experiment_id: int, values: Iterable[str]) -> int:
     new = [row for digest, row in rows.items() if digest not in known]
     if new:
         KnownSecret.objects.bulk_create(new, ignore_conflicts=True)
-        for callback in _on_learnt:
+        for callback in _on_learnt if experiment_id is not None else ():  # the pool keeps no derivatives
             callback(experiment_id, [row.value for row in new])
     return len(new)
 
 
 def learn_from_text(*, experiment: Any, text: str) -> None:
-    """Learn what free text (a daily log, a note, MEMORY.md) holds under sensitive keys or in a secret's form."""
+    """Learn what the detector finds in free text (a daily log, a note, MEMORY.md, a reflection's answer)."""
     from state.services_redaction import sensitive_fields_for
 
     if text:
-        learn_secrets(experiment_id=experiment.pk, values=text_secrets(text, sensitive_fields_for(experiment)))
+        learn_secrets(experiment_id=experiment.pk, values=detect_secrets(text, sensitive_fields_for(experiment)))
 
 
 def learn_from_events(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
-    """Projector: learn every value under a sensitive key of the batch's payloads (state, results, board, tools)."""
+    """Projector: learn what the detector finds in each event: its payload's values and keys, its kind, its agent."""
     from state.services_redaction import sensitive_fields_for
 
     sensitive = sensitive_fields_for(run.experiment)
     found: set[str] = set()
     for event in events:
-        payload = event.payload
-        # One C-speed pass over the serialized payload first: most events name no sensitive key at all.
-        if may_hold_secrets(json.dumps(payload, ensure_ascii=False, default=str), sensitive):
-            found |= secrets_in(payload, sensitive)
+        found |= event_secrets(event.kind, event.agent_id or "", event.payload, sensitive)
     if found:
         learn_secrets(experiment_id=run.experiment_id, values=found)
 
 
-def known_secrets_for(experiment_id: int, *, escaped: bool = False) -> KnownSecrets:
-    """The experiment's known secrets as one matcher; escaped=True also matches their HTML/JSON/URL forms."""
+def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str]) -> set[str]:
+    """The credentials one event carries: under sensitive keys, in any free-text shape of its strings, and in its
+    dict keys, kind and agent id (a token used as a metric name or a key is a token all the same)."""
+    serialized = json.dumps(payload, ensure_ascii=False, default=str)
+    # One C-speed pass over the serialized event first: most events hold nothing a secret could be.
+    if not may_hold_secrets(f"{kind}\n{agent_id}\n{serialized}", sensitive):
+        return set()
+    found = secrets_in(payload, sensitive)
+    # Each name alone: one key is never the value of the key before it.
+    for name in {kind, agent_id, *_keys(payload)}:
+        if len(name) >= MIN_SECRET_LENGTH:
+            found |= detect_secrets(name, sensitive)
+    return found
+
+
+def learn_from_pool_envelope(raw: Any) -> int:
+    """Learn what the detector finds in a pool envelope (its payload's values and keys, its type): secrets of the
+    pool, masked on every Pool way out (`pool.redaction`)."""
+    from django.conf import settings
+
+    from state.redaction import sensitive_set
+
+    if not isinstance(raw, dict):
+        return 0
+    found = event_secrets(str(raw.get("type") or ""), str(raw.get("clawId") or ""), raw.get("payload"), sensitive_set(settings.AWP_SENSITIVE_FIELDS))
+    return learn_secrets(experiment_id=None, values=found) if found else 0
+
+
+def _keys(value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _keys(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _keys(item)
+
+
+def known_secrets_for(experiment_id: int | None, *, escaped: bool = False) -> KnownSecrets:
+    """The experiment's (None: the pool's) known secrets as one matcher; escaped=True also matches their
+    HTML/JSON/URL forms."""
+    scope = "experiment_id = %s" if experiment_id is not None else "experiment_id IS NULL"
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), coalesce(max(id), 0) FROM state_knownsecret WHERE experiment_id = %s", [experiment_id])
+        cursor.execute(f"SELECT count(*), coalesce(max(id), 0) FROM state_knownsecret WHERE {scope}",
+                       [experiment_id] if experiment_id is not None else [])  # fmt: skip
         count, top = cursor.fetchone()
     stamp = (int(count), int(top))
     cached = _cache.get(experiment_id)
@@ -121,14 +160,13 @@ def learn_from_history(*, experiment: Any, chunk: int = 2000) -> int:
     found: set[str] = set()
     after = 0
     while True:
-        rows = list(Event.objects.filter(run__experiment=experiment, pk__gt=after).order_by("pk").values_list("pk", "payload")[:chunk])
+        rows = list(Event.objects.filter(run__experiment=experiment, pk__gt=after).order_by("pk").values_list("pk", "kind", "agent_id", "payload")[:chunk])
         if not rows:
             break
-        for _, payload in rows:
-            if may_hold_secrets(json.dumps(payload, ensure_ascii=False, default=str), sensitive):
-                found |= secrets_in(payload, sensitive)
+        for _, kind, agent_id, payload in rows:
+            found |= event_secrets(kind, agent_id or "", payload, sensitive)
         after = rows[-1][0]
     for model in (MemoryEntry, MemoryDocument, Note):
         for text in model.objects.filter(experiment=experiment).values_list("content", flat=True).iterator():
-            found |= text_secrets(text, sensitive)
+            found |= detect_secrets(text, sensitive)
     return learn_secrets(experiment_id=experiment.pk, values=found)

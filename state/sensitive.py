@@ -1,0 +1,121 @@
+"""Sensitive names and maskable values, pure: which keys hold a credential, which values are worth masking.
+
+A key is sensitive when one of its words is or ends in a sensitive name (`openai_api_key`, `PGPASSWORD`,
+`dbPassword` yes; `max_tokens`, `tokenizer` no). The short or common nouns in `LAST_WORD_NAMES` (`pass`, `pw`,
+`auth`, `session`, `cookie`, `otp`, `pin`, `bearer`, `dsn`) count only as the key's whole last word: `db_pass`,
+`X-Auth`, `user_session` are sensitive, `bypass`, `passed`, `author`, `session_count`, `cookie_policy` are not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+try:  # Aho-Corasick in C: one pass over a text whatever the number of needles
+    import ahocorasick
+except ImportError:  # pragma: no cover - str.find per needle does the same, slower
+    ahocorasick = None
+
+REDACTED = "[redacted]"
+# Shorter values (and true/false/null/numbers) are never masked by value: a `0` or `true` is not a secret, and
+# masking it everywhere would wreck every page. Key and pattern masks still apply to them.
+MIN_SECRET_LENGTH = 6
+# Longer values are masked by key where they stand, not looked for elsewhere (a whole document is not a secret).
+MAX_SECRET_LENGTH = 4096
+# Names that are sensitive only as a key's whole last word (as a part of other words they mean something else).
+LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "pin", "bearer", "dsn"})
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@lru_cache(maxsize=8192)
+def normalise_key(key: str) -> str:
+    """apiKey, Api-Key and API_KEY all become api_key."""
+    return _CAMEL.sub("_", key).lower().replace("-", "_").replace(" ", "_").replace(".", "_")
+
+
+@lru_cache(maxsize=64)
+def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
+    if not sensitive:
+        return None
+    # A word that is or ends in a sensitive name: db_password, PGPASSWORD, githubToken; not max_tokens, tokenizer.
+    # A last-word name is the key's whole last word: db_pass, x_auth; not bypass, pass_rate, author.
+    ordered = sorted(sensitive, key=len, reverse=True)
+    words = [f"[_a-z0-9]{re.escape(w)}_" for w in ordered if w not in LAST_WORD_NAMES]
+    words += [f"_{re.escape(w)}_$" for w in ordered if w in LAST_WORD_NAMES]
+    return re.compile("|".join(words))
+
+
+@lru_cache(maxsize=16384)
+def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
+    """A key is sensitive when one of its words is or ends in a sensitive name: openai_api_key, PGPASSWORD yes, max_tokens no."""
+    matcher = _word_matcher(sensitive)
+    return matcher is not None and matcher.search(f"_{normalise_key(key)}_") is not None
+
+
+def sensitive_set(names: Iterable[str]) -> frozenset[str]:
+    """Normalise a list of sensitive field names for `redact`."""
+    return frozenset(normalise_key(name) for name in names if name)
+
+
+@lru_cache(maxsize=64)
+def key_hint(sensitive: frozenset[str]) -> re.Pattern[str] | None:
+    """A case-insensitive test for any spelling of a sensitive name (api_key, apiKey, API-KEY, `api key`)."""
+    if not sensitive:
+        return None
+    words = ("[_\\-. ]?".join(re.escape(part) for part in name.split("_") if part) for name in sorted(sensitive))
+    return re.compile("(?i)" + "|".join(words))
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
+# A bare filesystem path (PWD=/home/ada, --token-file ./token.txt) names where a secret is, not the secret.
+_PATH = re.compile(r"(?:/|~/|\./|\.\./)[\w.\-/]*")
+_NOT_SECRETS = {"true", "false", "null", "none", "nil", "undefined", "redacted", "********"}
+
+
+def is_maskable(value: str) -> bool:
+    """Whether a value is worth masking wherever it appears (long enough, not a number, boolean, null or path)."""
+    text = value.strip()
+    return (
+        MIN_SECRET_LENGTH <= len(text) <= MAX_SECRET_LENGTH
+        and text.lower() not in _NOT_SECRETS
+        and REDACTED not in text
+        and not _NUMBER.fullmatch(text)
+        and not _PATH.fullmatch(text)
+    )
+
+
+@lru_cache(maxsize=64)
+def name_needles(sensitive: frozenset[str]) -> tuple[str, ...] | None:
+    """Lower-case strings one of which stands in any text naming a sensitive name (None: no such test).
+
+    Every spelling `key_hint` accepts keeps each part of the name unbroken, so the longest part of each name is
+    a necessary sign; a needle holding another needle is dropped (`pass` stands for `password`).
+    """
+    parts = set()
+    for name in sensitive:
+        longest = max((part for part in name.split("_") if part), key=len, default="")
+        if not longest or any(char in '"\\' or char < " " for char in longest):
+            return None
+        parts.add(longest.replace("ς", "σ"))
+    return tuple(sorted(p for p in parts if not any(other != p and other in p for other in parts)))
+
+
+@lru_cache(maxsize=64)
+def needle_matcher(needles: tuple[str, ...]) -> Any:
+    """One automaton (or the needles themselves) for `holds_any`."""
+    if ahocorasick is None or not needles:
+        return needles
+    automaton = ahocorasick.Automaton()
+    for needle in needles:
+        automaton.add_word(needle, needle)
+    automaton.make_automaton()
+    return automaton
+
+
+def holds_any(lowered: str, matcher: Any) -> bool:
+    """Whether a lower-cased text holds one of the needles of a `needle_matcher` (one C pass)."""
+    if isinstance(matcher, tuple):
+        return any(needle in lowered for needle in matcher)
+    return next(matcher.iter(lowered), None) is not None

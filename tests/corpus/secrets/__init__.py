@@ -1,0 +1,19 @@
+"""A corpus of documents holding credentials, as tools and agents write them, for the secret detector.
+
+Two parts written by two generators: `tune` (the shapes the detector was tuned on; the property tests draw
+from it) and `holdout` (other shapes, other value forms, another seed; written first and never looked at while
+tuning: its figure says how the detector does on text it never saw).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document, the credential values planted in it (empty: a document without a secret), and its shape."""
+
+    shape: str
+    text: str
+    secrets: tuple[str, ...] = ()

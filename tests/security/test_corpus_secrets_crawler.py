@@ -1,0 +1,107 @@
+"""R14 on real runtime runs whose agents handle credentials in the corpus' everyday shapes (tests/corpus/secrets).
+
+A real delegation loop's workers return TUNE and HOLDOUT documents (shell sessions, config files, markup, HTTP
+traces, tables, next-line values) as free text under harmless keys, a worker writes some to the daily log
+through the memory API, and more arrive pushed as tool calls and logs; a real DAG runs beside it. Then a viewer
+crawls every page, fragment, API answer and run socket, and a `memory:read` token searches and recalls: no TUNE
+value may be visible in any escaped form, and no HOLDOUT value beyond the two the detector misses in the
+document alone. The figure per part is printed (docs/redaction.md has main's and this version's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from typing import Any
+
+import pytest
+import requests
+from django.conf import settings
+from django.core.management import call_command
+from django.test import Client
+
+from experiments.models import Run
+from state.detection import detect_secrets
+from state.redaction import KnownSecrets, escaped_forms, redact_text, sensitive_set
+from tests.awp_runtime import Script, run_dag, run_delegation_loop
+from tests.corpus.secrets.holdout import generate as holdout
+from tests.corpus.secrets.tune import generate as tune
+from tests.factories import PASSWORD, make_experiment, make_member, make_token
+from tests.proofkit import login_cookie
+from tests.security.surfaces import surfaces_for_a_viewer, token_answers, websocket_frames
+
+pytestmark = [pytest.mark.interop, pytest.mark.django_db(transaction=True)]
+
+PUSH_RUN = "2026-11-25_09-00-00_corpus"
+TUNE_DOCS = [d for d in tune.documents(seed=4711, per_shape=2) if d.secrets]
+HOLDOUT_DOCS = [d for d in holdout.documents(seed=8086) if d.secrets]
+
+
+def _visible(values: list[str], bodies: dict[str, str]) -> dict[str, list[str]]:
+    """Each planted value found in any body, in any of its escaped forms, with where."""
+    found: dict[str, list[str]] = {}
+    for value in values:
+        forms = escaped_forms(value)
+        where = [name for name, body in bodies.items() if any(form in body for form in forms)]
+        if where:
+            found[value] = where[:3]
+    return found
+
+
+def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_token(tmp_path, fake_llm, live_server_factory):
+    server = live_server_factory()
+    experiment = make_experiment(slug="corpus")
+    viewer = make_member(experiment, "viewer")
+    docs = TUNE_DOCS + HOLDOUT_DOCS
+    # The loop's workers return every document as free text under a harmless key.
+    fake_llm.reset(Script(iterations=2, extra_fields={f"attachment_{i}": doc.text for i, doc in enumerate(docs)}))
+    run_delegation_loop(tmp_path / "loop", fake_llm)
+    run_dag(tmp_path / "dag", fake_llm)
+    for folder in ("loop", "dag"):
+        call_command("awp_import", str(tmp_path / folder), "--experiment", experiment.slug, "--json", stdout=io.StringIO())
+    token = make_token(experiment, ["ingest", "memory:read", "memory:write"])
+    agent = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    for doc in docs[::4]:  # a worker keeps some in its daily log
+        written = agent.post(f"/api/v1/experiments/{experiment.slug}/memory/write",
+                             json.dumps({"agent_id": "fact_collector", "target": "daily", "content": f"Notes:\n{doc.text}"}),
+                             content_type="application/json")  # fmt: skip
+        assert written.status_code == 200, written.content
+    events: list[dict[str, Any]] = [{"kind": "run.start", "idempotency_key": "s", "payload": {"run_id": PUSH_RUN, "task": "Deploy."}}]
+    events += [{"kind": "tool.call", "agent_id": "deployer", "idempotency_key": f"t{i}",
+                "payload": {"tool": "shell", "args": {"command": doc.text}}} for i, doc in enumerate(docs[1::3])]  # fmt: skip
+    events += [{"kind": "log", "idempotency_key": f"l{i}", "payload": {"msg": doc.text}} for i, doc in enumerate(docs[2::3])]
+    pushed = requests.post(f"{server.url}/api/v1/ingest", json={"run_id": PUSH_RUN, "events": events},
+                           headers={"Authorization": f"Bearer {token}"}, timeout=60)  # fmt: skip
+    assert pushed.status_code == 200, pushed.text
+    call_command("awp_embed", "--experiment", experiment.slug, stdout=io.StringIO(), stderr=io.StringIO())
+    runs = list(Run.objects.filter(experiment=experiment).order_by("pk"))
+    # The values really are stored raw: the crawl is not vacuous.
+    raw = " ".join(json.dumps(e.payload, ensure_ascii=False) for run in runs for e in run.events.all())
+    planted = {"TUNE": [s for d in TUNE_DOCS for s in d.secrets], "HOLDOUT": [s for d in HOLDOUT_DOCS for s in d.secrets]}
+    assert all(value in raw for values in planted.values() for value in values)
+
+    browser = Client()
+    assert browser.login(username=viewer.username, password=PASSWORD)
+    bodies = surfaces_for_a_viewer(browser, experiment, runs)
+    bodies.update(token_answers(experiment, token))
+    assert any("fact_collector" in body for body in bodies.values())
+    live = HOLDOUT_DOCS[0]
+
+    def push_live() -> None:
+        event = {"kind": "log", "idempotency_key": "live", "payload": {"msg": f"again: {live.text}"}}
+        requests.post(f"{server.url}/api/v1/ingest", json={"run_id": PUSH_RUN, "events": [event]},
+                      headers={"Authorization": f"Bearer {token}"}, timeout=30).raise_for_status()  # fmt: skip
+
+    frames = asyncio.run(websocket_frames(server.url, login_cookie(server.url, viewer.username), [r.pk for r in runs], push_live))
+    assert len(frames) >= len(runs)
+    bodies.update({f"frame {i}": frame for i, frame in enumerate(frames)})
+    leaks = {part: _visible(values, bodies) for part, values in planted.items()}
+    for part, values in planted.items():
+        print(f"{part}: {len(leaks[part])} of {len(values)} planted values visible")  # the figure of docs/redaction.md
+    assert leaks["TUNE"] == {}, leaks
+    # HOLDOUT: nothing beyond what the detector itself misses in the document alone (docs/redaction.md names the
+    # two shapes); every way out masks whatever was found.
+    sensitive = sensitive_set(settings.AWP_SENSITIVE_FIELDS)
+    missed = {s for d in HOLDOUT_DOCS for s in d.secrets if s in redact_text(d.text, sensitive, KnownSecrets.of(detect_secrets(d.text, sensitive)))}
+    assert set(leaks["HOLDOUT"]) <= missed and len(missed) <= 2, (leaks["HOLDOUT"], missed)
