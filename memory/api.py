@@ -20,6 +20,7 @@ from pydantic import Field, ValidationError
 
 from awp_site.apierrors import ApiError
 from awp_site.auth import Caller, api_auth, experiment_for
+from awp_site.jsonbody import parse_json_body
 from experiments.ingest import EventIn, append_events
 from experiments.models import BoardPost, Digest, Experiment, Run
 from experiments.projections import IngestRefused, ProjectionContext
@@ -132,7 +133,9 @@ def tool(schema: type[Schema]) -> Callable[..., Callable[..., HttpResponse]]:
         @wraps(view)
         def wrapper(request: HttpRequest, slug: str) -> HttpResponse:
             try:
-                body = schema.model_validate_json(request.body or b"{}")
+                body = schema.model_validate(parse_json_body(request.body or b"{}"))
+            except ApiError as exc:
+                return envelope(exc.status, error=exc.message, code=exc.code)
             except ValidationError as exc:
                 problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
                 return envelope(422, error=f"Invalid request: {problems}.", code="invalid_request")

@@ -1,0 +1,103 @@
+"""The one JSON reader for API request bodies: what it returns Postgres and every later step can hold.
+
+Every API body (ninja's parser, the memory tool endpoints, pool envelopes) is read here, whatever its
+Content-Type says, and refused with a code naming the problem (and, where there is one, the field):
+
+- not JSON / not UTF-8 → 400 `invalid_json`; a lone surrogate → 400 `invalid_unicode`;
+- nested deeper than MAX_DEPTH → 400 `json_too_deep` (recursive steps after the parser stay far from
+  Python's recursion limit);
+- NaN / Infinity (and numbers too large for a double) → 422 `non_finite_number` with the field: they are not
+  JSON, and jsonb cannot store them (they used to become null);
+- U+0000 in any key or string → 400 `json_nul_character` (Postgres text cannot hold it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+from awp_site.apierrors import ApiError
+
+MAX_DEPTH = 100
+
+
+class _NonFinite:
+    """Stands for a NaN / Infinity literal while its path is looked for."""
+
+
+_NON_FINITE = _NonFinite()
+
+
+def parse_json_body(body: bytes) -> Any:
+    """The JSON value of a request body, or an ApiError saying what is wrong with it."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise _refusal(body, str(exc)) from None
+    if _nesting_exceeds(value, MAX_DEPTH, containers=body.count(b"{") + body.count(b"[")):
+        raise ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", max_depth=MAX_DEPTH)
+    if b"\\u0000" in body:
+        field = _path_where(value, lambda item: isinstance(item, str) and "\x00" in item)
+        if field is not None:
+            raise ApiError(400, "json_nul_character", f"JSON strings may not contain the NUL character (\\u0000): {field or 'body'}.", field=field)
+    return value
+
+
+def _refusal(body: bytes, reason: str) -> ApiError:
+    """Why orjson refused a body, named as precisely as the standard library's second reading allows."""
+    if "depth limit" in reason:
+        return ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", max_depth=MAX_DEPTH)
+    if "surrogate" in reason:
+        return ApiError(400, "invalid_unicode", f"The body is not valid UTF-8 or holds a lone surrogate ({reason}).")
+    try:
+        lenient = json.loads(body, parse_constant=lambda _literal: _NON_FINITE)
+    except RecursionError:
+        return ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", max_depth=MAX_DEPTH)
+    except (ValueError, UnicodeDecodeError):
+        return ApiError(400, "invalid_json", f"The body is not JSON ({reason}).")
+    non_finite = _path_where(lenient, lambda item: item is _NON_FINITE or (isinstance(item, float) and item != item))
+    if non_finite is not None or "infinity" in reason:
+        field = non_finite or "body"
+        return ApiError(422, "non_finite_number", f"{field}: NaN and Infinity are not JSON numbers; send a finite number or null.", field=field)
+    return ApiError(400, "invalid_json", f"The body is not JSON ({reason}).")
+
+
+def _nesting_exceeds(value: Any, limit: int, *, containers: int) -> bool:
+    """Whether arrays/objects nest deeper than `limit` (iterative; skipped when there are too few brackets)."""
+    if containers <= limit or type(value) not in (dict, list):
+        return False
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if type(item) is dict else item
+        for child in children:
+            if type(child) is dict or type(child) is list:
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _path_where(value: Any, found: Any) -> str | None:
+    """The dotted path (`events[0].payload.msg`) of the first key or value for which `found` holds."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if found(item):
+            return _printable(path)
+        if isinstance(item, dict):
+            for key, child in item.items():
+                child_path = f"{path}.{key}" if path else str(key)
+                if found(key):
+                    return _printable(child_path)
+                stack.append((child, child_path))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+    return None
+
+
+def _printable(path: str) -> str:
+    """A field path fit to be echoed in an answer (NUL spelled out, bounded)."""
+    return path.replace("\x00", "\\u0000")[:200]
