@@ -172,9 +172,9 @@ def _apply_proposal(envelope: Envelope, *, origin: str, deployment: str) -> dict
     body = envelope.body
     assert isinstance(body, rules.ProposalBody)
     if PoolProposal.objects.filter(proposal_id=body.proposal_id).exists():
-        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' exists already; choose a new proposal_id.")
+        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' exists already; choose a new proposal_id.", "payload.proposal_id")
     if body.amends_fact_id and current_version(body.amends_fact_id) == 0:
-        raise Refusal(409, "conflict", f"Proposal amends fact '{body.amends_fact_id}', which this pool does not hold.")
+        raise Refusal(409, "conflict", f"Proposal amends fact '{body.amends_fact_id}', which this pool does not hold.", "payload.amends_fact_id")
     PoolProposal.objects.create(
         proposal_id=body.proposal_id, statement=body.statement, tags=list(body.tags), confidence=body.confidence,
         source=body.source, amends_fact_id=body.amends_fact_id, proposer=envelope.claw_id,
@@ -188,14 +188,14 @@ def _apply_vote(envelope: Envelope, *, origin: str, deployment: str) -> dict[str
     assert isinstance(body, rules.VoteBody)
     proposal = _locked_proposal(body.proposal_id)
     if PoolVote.objects.filter(proposal=proposal, claw_id=envelope.claw_id).exists():
-        raise Refusal(409, "already_voted", f"'{envelope.claw_id}' has voted on '{body.proposal_id}' already; one vote each.")
+        raise Refusal(409, "already_voted", f"'{envelope.claw_id}' has voted on '{body.proposal_id}' already; one vote each.", "payload.proposal_id")
     if not proposal.is_open:
-        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' is {proposal.status} already; votes are closed.")
+        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' is {proposal.status} already; votes are closed.", "payload.proposal_id")
     try:
         with transaction.atomic():
             PoolVote.objects.create(proposal=proposal, claw_id=envelope.claw_id, vote=body.vote, reason=body.reason, trace_id=envelope.trace_id)
     except IntegrityError:  # the unique (proposal, claw_id) constraint: a concurrent second vote
-        raise Refusal(409, "already_voted", f"'{envelope.claw_id}' has voted on '{body.proposal_id}' already; one vote each.") from None
+        raise Refusal(409, "already_voted", f"'{envelope.claw_id}' has voted on '{body.proposal_id}' already; one vote each.", "payload.proposal_id") from None
     return {"proposal_id": body.proposal_id, "vote": body.vote}
 
 
@@ -223,7 +223,7 @@ def _apply_fact(envelope: Envelope, *, origin: str, deployment: str) -> dict[str
     rules.check_next_version(current=current_version(body.fact_id), version=body.version)
     proposal = PoolProposal.objects.filter(proposal_id=body.proposal_id).first()
     if proposal is None:
-        raise Refusal(404, "unknown_proposal", f"No proposal '{body.proposal_id}' behind this fact.")
+        raise Refusal(404, "unknown_proposal", f"No proposal '{body.proposal_id}' behind this fact.", "payload.proposal_id")
     if proposal.status != PoolProposal.Status.ACCEPTED:
         raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' is {proposal.status}, not accepted: no fact follows from it.")
     if envelope.claw_id != proposal.coordinator:
@@ -278,7 +278,7 @@ def _seen(envelope: Envelope, origin: str) -> Participant:
 def _locked_proposal(proposal_id: str) -> PoolProposal:
     proposal = PoolProposal.objects.select_for_update().filter(proposal_id=proposal_id).first()
     if proposal is None:
-        raise Refusal(404, "unknown_proposal", f"No proposal '{proposal_id}' in this pool.")
+        raise Refusal(404, "unknown_proposal", f"No proposal '{proposal_id}' in this pool.", "payload.proposal_id")
     return proposal
 
 
