@@ -5,6 +5,8 @@ from django.urls import include, path
 from awp_site import views
 from awp_site.api import api
 
+handler500 = "awp_site.views.server_error"
+
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("login/", views.RateLimitedLoginView.as_view(), name="login"),
