@@ -7,7 +7,8 @@ Content-Type says, and refused with a code naming the problem (and, where there 
 - nested deeper than MAX_DEPTH → 400 `json_too_deep` (recursive steps after the parser stay far from
   Python's recursion limit);
 - NaN / Infinity (and numbers too large for a double) → 422 `non_finite_number` with the field: they are not
-  JSON, and jsonb cannot store them (they used to become null);
+  JSON, and jsonb cannot store them (they used to be stored as null); integers up to ±1.8e308 become floats
+  past 64 bits (orjson), as JavaScript would read them;
 - U+0000 in any key or string → 400 `json_nul_character` (Postgres text cannot hold it).
 """
 
@@ -37,7 +38,7 @@ def parse_json_body(body: bytes) -> Any:
     except orjson.JSONDecodeError as exc:
         raise _refusal(body, str(exc)) from None
     if _nesting_exceeds(value, MAX_DEPTH, containers=body.count(b"{") + body.count(b"[")):
-        raise ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", max_depth=MAX_DEPTH)
+        raise ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", field="body", max_depth=MAX_DEPTH)
     if b"\\u0000" in body:
         field = _path_where(value, lambda item: isinstance(item, str) and "\x00" in item)
         if field is not None:
@@ -48,20 +49,29 @@ def parse_json_body(body: bytes) -> Any:
 def _refusal(body: bytes, reason: str) -> ApiError:
     """Why orjson refused a body, named as precisely as the standard library's second reading allows."""
     if "depth limit" in reason:
-        return ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", max_depth=MAX_DEPTH)
+        return ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", field="body", max_depth=MAX_DEPTH)
     if "surrogate" in reason:
-        return ApiError(400, "invalid_unicode", f"The body is not valid UTF-8 or holds a lone surrogate ({reason}).")
+        return ApiError(400, "invalid_unicode", f"The body is not valid UTF-8 or holds a lone surrogate ({reason}).", field="body")
     try:
         lenient = json.loads(body, parse_constant=lambda _literal: _NON_FINITE)
     except RecursionError:
-        return ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", max_depth=MAX_DEPTH)
+        return ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", field="body", max_depth=MAX_DEPTH)
     except (ValueError, UnicodeDecodeError):
-        return ApiError(400, "invalid_json", f"The body is not JSON ({reason}).")
-    non_finite = _path_where(lenient, lambda item: item is _NON_FINITE or (isinstance(item, float) and item != item))
+        return ApiError(400, "invalid_json", f"The body is not JSON ({reason}).", field="body")
+    non_finite = _path_where(lenient, _is_non_finite)
     if non_finite is not None or "infinity" in reason:
         field = non_finite or "body"
-        return ApiError(422, "non_finite_number", f"{field}: NaN and Infinity are not JSON numbers; send a finite number or null.", field=field)
-    return ApiError(400, "invalid_json", f"The body is not JSON ({reason}).")
+        message = f"{field}: NaN, Infinity and numbers beyond ±1.8e308 are not accepted; send a finite number or null."
+        return ApiError(422, "non_finite_number", message, field=field)
+    return ApiError(400, "invalid_json", f"The body is not JSON ({reason}).", field="body")
+
+
+def _is_non_finite(item: Any) -> bool:
+    if item is _NON_FINITE:
+        return True
+    if isinstance(item, float):
+        return item != item or item in (float("inf"), float("-inf"))
+    return isinstance(item, int) and not isinstance(item, bool) and abs(item) > 1.7976931348623157e308
 
 
 def _nesting_exceeds(value: Any, limit: int, *, containers: int) -> bool:

@@ -59,6 +59,34 @@ class SecurityHeaders:
         return response
 
 
+class UrlGuard:
+    """Refuse a path or query string holding U+0000 (no lookup can match it; Postgres text cannot hold it):
+    400 `nul_character` naming the part, as JSON on /api/, as text on pages. Nothing behind it runs."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        where = _nul_in_url(request)
+        if where is None:
+            return self.get_response(request)
+        message = f"{where} contains the NUL character (%00), which no identifier or text here can hold."
+        if request.path.startswith("/api/"):
+            from django.http import JsonResponse
+
+            return JsonResponse({"code": "nul_character", "message": message, "field": where}, status=400)
+        return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+
+
+def _nul_in_url(request: HttpRequest) -> str | None:
+    if "\x00" in request.path:
+        return "path"
+    for key, values in request.GET.lists():
+        if "\x00" in key or any("\x00" in value for value in values):
+            return f"query.{key.replace(chr(0), '%00')[:100]}"
+    return None
+
+
 class ApiBodyGuard:
     """Refuse oversize API bodies before anything reads them (413 with a code)."""
 

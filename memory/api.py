@@ -50,7 +50,7 @@ class DateRange(Schema):
 
 
 class SearchIn(Schema):
-    query: str = ""
+    query: str = Field(default="", description=f"at most {memory_search.MAX_QUERY_CHARS} characters and {memory_search.MAX_QUERY_WORDS} words (400 query_too_long / query_too_many_words)")
     mode: Literal["keyword", "semantic", "date_range", "agent_filter"] = "keyword"
     tiers: list[str] = Field(default_factory=list, max_length=8)
     date_range: DateRange | None = None
@@ -77,8 +77,8 @@ class ReadIn(Schema):
 
 class RecallIn(Schema):
     agent_id: str = ""
-    query: str = Field(default="", max_length=2000)
-    turn: int | None = Field(default=None, ge=0)
+    query: str = Field(default="", description=f"at most {memory_search.MAX_QUERY_CHARS} characters and {memory_search.MAX_QUERY_WORDS} words")
+    turn: int | None = Field(default=None, ge=0, le=2**31 - 1)
     top_k: int | None = Field(default=None, ge=1, le=100)
 
 
@@ -271,6 +271,7 @@ def recall_block(request: HttpRequest, slug: str, body: RecallIn) -> HttpRespons
     experiment = experiment_for(request, slug, scope="memory:read")
     actor = actor_for(request, body.agent_id)
     check_access(experiment=experiment, actor=actor, tier="episodic", action="read")
+    memory_search.check_query(body.query)
     try:
         block = recall_for(experiment=experiment, agent_id=actor.agent_id, query=body.query, turn=body.turn, top_k=body.top_k)
     except RecallConfigError as exc:
