@@ -8,8 +8,6 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 
-from experiments.jsonb import holds_nul
-
 # The API authenticates itself (session or bearer token); admin has its own login; the rest needs a user.
 PUBLIC_PREFIXES = ("/login/", "/healthz", "/static/", "/api/", "/admin/", "/favicon.ico")
 
@@ -114,25 +112,15 @@ class ApiBodyGuard:
 
 
 def _refuse_body(request: HttpRequest, limit: int) -> HttpResponse | None:
-    """A chunked body (no Content-Length) over the limit, or JSON holding U+0000 (Postgres cannot store it)."""
+    """A chunked body (no Content-Length) over the limit. (What the body holds — NUL, NaN, depth — is judged by
+    the one JSON reader, awp_site.jsonbody, so each API answers it in its own format.)"""
     from django.core.exceptions import RequestDataTooBig
     from django.http import JsonResponse
 
     try:
-        body = request.body
+        request.body  # noqa: B018 - reading it is the check
     except RequestDataTooBig:
         return JsonResponse({"code": "body_too_large", "message": f"The request body is over the limit of {limit} bytes."}, status=413)
-    if b"\\u0000" in body and "json" in request.META.get("CONTENT_TYPE", ""):
-        import json
-
-        try:
-            has_nul = holds_nul(json.loads(body))
-        except (ValueError, RecursionError):
-            return None  # the API's parser answers malformed or too-deep JSON with its own code
-        if has_nul:
-            return JsonResponse(
-                {"code": "json_nul_character", "message": "JSON strings may not contain the NUL character (\\u0000)."}, status=400
-            )
     return None
 
 

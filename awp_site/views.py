@@ -1,4 +1,4 @@
-"""Site-level views: health check and a rate-limited login."""
+"""Site-level views: health check, a rate-limited login, and the 404/500 handlers (JSON with a code on /api/)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
         body.update(ok=False, database=f"error: {type(exc).__name__}", failing="database")
     body["channel_layer"] = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
     return JsonResponse(body, status=200 if body["ok"] else 503)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: an API caller learns with a code that no endpoint has this address."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"code": "no_such_endpoint", "message": "No API endpoint has this address (see /api/v1/docs)."}, status=404)
+    return defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
