@@ -24,8 +24,6 @@ MAX_STATEMENT = 5000
 MAX_REASON = 2000
 MAX_TAGS = 20
 MAX_CAPABILITIES = 100
-
-
 MAX_DEPTH = 32  # how deep `source` and the rest of an envelope may nest
 # Idempotency keys the coordinator gives its own decision and fact envelopes; no participant may send one.
 COORDINATOR_KEY_PREFIX = "awp-coordinator:"
