@@ -8,8 +8,6 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 
-from experiments.jsonb import holds_nul
-
 # The API and the OTLP receiver authenticate themselves (session or bearer token); admin has its own login; the rest needs a user.
 PUBLIC_PREFIXES = ("/login/", "/healthz", "/static/", "/api/", "/otel/", "/admin/", "/favicon.ico")
 
@@ -59,6 +57,34 @@ class SecurityHeaders:
         return response
 
 
+class UrlGuard:
+    """Refuse a path or query string holding U+0000 (no lookup can match it; Postgres text cannot hold it):
+    400 `nul_character` naming the part, as JSON on /api/, as text on pages. Nothing behind it runs."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        where = _nul_in_url(request)
+        if where is None:
+            return self.get_response(request)
+        message = f"{where} contains the NUL character (%00), which no identifier or text here can hold."
+        if request.path.startswith("/api/"):
+            from django.http import JsonResponse
+
+            return JsonResponse({"code": "nul_character", "message": message, "field": where}, status=400)
+        return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+
+
+def _nul_in_url(request: HttpRequest) -> str | None:
+    if "\x00" in request.path:
+        return "path"
+    for key, values in request.GET.lists():
+        if "\x00" in key or any("\x00" in value for value in values):
+            return f"query.{key.replace(chr(0), '%00')[:100]}"
+    return None
+
+
 class ApiBodyGuard:
     """Refuse oversize API bodies before anything reads them (413 with a code)."""
 
@@ -86,25 +112,15 @@ class ApiBodyGuard:
 
 
 def _refuse_body(request: HttpRequest, limit: int) -> HttpResponse | None:
-    """A chunked body (no Content-Length) over the limit, or JSON holding U+0000 (Postgres cannot store it)."""
+    """A chunked body (no Content-Length) over the limit. (What the body holds — NUL, NaN, depth — is judged by
+    the one JSON reader, awp_site.jsonbody, so each API answers it in its own format.)"""
     from django.core.exceptions import RequestDataTooBig
     from django.http import JsonResponse
 
     try:
-        body = request.body
+        request.body  # noqa: B018 - reading it is the check
     except RequestDataTooBig:
         return JsonResponse({"code": "body_too_large", "message": f"The request body is over the limit of {limit} bytes."}, status=413)
-    if b"\\u0000" in body and "json" in request.META.get("CONTENT_TYPE", ""):
-        import json
-
-        try:
-            has_nul = holds_nul(json.loads(body))
-        except (ValueError, RecursionError):
-            return None  # the API's parser answers malformed or too-deep JSON with its own code
-        if has_nul:
-            return JsonResponse(
-                {"code": "json_nul_character", "message": "JSON strings may not contain the NUL character (\\u0000)."}, status=400
-            )
     return None
 
 

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "awp_site.middleware.UrlGuard",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "awp_site.middleware.ApiBodyGuard",
     "django.middleware.common.CommonMiddleware",

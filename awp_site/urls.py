@@ -5,6 +5,9 @@ from django.urls import include, path
 from awp_site import views
 from awp_site.api import api
 
+handler404 = "awp_site.views.page_not_found"
+handler500 = "awp_site.views.server_error"
+
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("login/", views.RateLimitedLoginView.as_view(), name="login"),

@@ -1,13 +1,17 @@
-"""Site-level views: health check and a rate-limited login."""
+"""Site-level views: health check, a rate-limited login, and the 404/500 handlers (JSON with a code on /api/)."""
 
 from __future__ import annotations
+
+import sys
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.http import require_GET
 
+from awp_site.dberrors import RETRY_AFTER_SECONDS, answer_for
 from awp_site.ratelimit import hit
 
 
@@ -27,6 +31,30 @@ def healthz(request: HttpRequest) -> JsonResponse:
         body.update(ok=False, database=f"error: {type(exc).__name__}", failing="database")
     body["channel_layer"] = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
     return JsonResponse(body, status=200 if body["ok"] else 503)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: an API caller learns with a code that no endpoint has this address."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"code": "no_such_endpoint", "message": "No API endpoint has this address (see /api/v1/docs)."}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: whatever layer failed (a view, a middleware after the view, an auth lookup), an API caller
+    gets JSON with a code, and a database that is down is a 503 `database_unavailable`, never an HTML 500."""
+    exc = sys.exc_info()[1]
+    answer = answer_for(exc) if exc is not None else None
+    if request.path.startswith("/api/"):
+        status, body = answer or (500, {"code": "server_error", "message": "The server failed to answer this request; the error is logged."})
+        response: HttpResponse = JsonResponse(body, status=status)
+    elif answer is not None and answer[0] == 503:
+        response = HttpResponse("<!doctype html><title>Database unavailable</title><h1>The database is unavailable right now</h1><p>Retry in a moment.</p>", status=503)
+    else:
+        return defaults.server_error(request)
+    if response.status_code == 503:
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 class RateLimitedLoginView(auth_views.LoginView):

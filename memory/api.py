@@ -20,6 +20,7 @@ from pydantic import Field, ValidationError
 
 from awp_site.apierrors import ApiError
 from awp_site.auth import Caller, api_auth, experiment_for
+from awp_site.jsonbody import parse_json_body
 from experiments.ingest import EventIn, append_events
 from experiments.models import BoardPost, Digest, Experiment, Run
 from experiments.projections import IngestRefused, ProjectionContext
@@ -51,7 +52,7 @@ class DateRange(Schema):
 
 
 class SearchIn(Schema):
-    query: str = ""
+    query: str = Field(default="", description=f"at most {memory_search.MAX_QUERY_CHARS} characters and {memory_search.MAX_QUERY_WORDS} words (400 query_too_long / query_too_many_words)")
     mode: Literal["keyword", "semantic", "date_range", "agent_filter"] = "keyword"
     tiers: list[str] = Field(default_factory=list, max_length=8)
     date_range: DateRange | None = None
@@ -79,8 +80,8 @@ class ReadIn(Schema):
 
 class RecallIn(Schema):
     agent_id: str = ""
-    query: str = Field(default="", max_length=2000)
-    turn: int | None = Field(default=None, ge=0)
+    query: str = Field(default="", description=f"at most {memory_search.MAX_QUERY_CHARS} characters and {memory_search.MAX_QUERY_WORDS} words")
+    turn: int | None = Field(default=None, ge=0, le=2**31 - 1)
     top_k: int | None = Field(default=None, ge=1, le=100)
     run_id: str = Field(default="", max_length=200, description="the run asking: what it is given is recorded")
 
@@ -146,7 +147,9 @@ def tool(schema: type[Schema]) -> Callable[..., Callable[..., HttpResponse]]:
         @wraps(view)
         def wrapper(request: HttpRequest, slug: str) -> HttpResponse:
             try:
-                body = schema.model_validate_json(request.body or b"{}")
+                body = schema.model_validate(parse_json_body(request.body or b"{}"))
+            except ApiError as exc:
+                return envelope(exc.status, error=exc.message, code=exc.code)
             except ValidationError as exc:
                 problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
                 return envelope(422, error=f"Invalid request: {problems}.", code="invalid_request")
@@ -289,6 +292,7 @@ def recall_block(request: HttpRequest, slug: str, body: RecallIn) -> HttpRespons
     experiment = experiment_for(request, slug, scope="memory:read")
     actor = actor_for(request, body.agent_id)
     check_access(experiment=experiment, actor=actor, tier="episodic", action="read")
+    memory_search.check_query(body.query)
     if body.run_id:
         _run(experiment, body.run_id)
     try:

@@ -42,7 +42,7 @@ class RecallForm(forms.Form):
         required=False, max_length=2000, label="Query",
         widget=forms.TextInput(attrs={"type": "search", "placeholder": "what the agent is thinking about (optional)"}),
     )  # fmt: skip
-    turn = forms.IntegerField(required=False, min_value=0, label="At turn", help_text="on the experiment's turn clock; empty: now")
+    turn = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1, label="At turn", help_text="on the experiment's turn clock; empty: now")
     top_k = forms.IntegerField(required=False, min_value=1, max_value=100, label="Top k", help_text="empty: the protocol's top_k")
 
     def __init__(self, *args: object, agents: list[str], **kwargs: object) -> None:

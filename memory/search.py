@@ -29,6 +29,11 @@ DEFAULT_TIERS = {
 # Chunk tiers a request's tiers stand for; "semantic" means the vector index over every tier.
 CHUNK_TIERS = {"semantic": ("long_term", "working", "episodic", "notes")}
 MAX_RESULTS_LIMIT = 100
+# A query is words to look for, not a document: past these, Postgres' tsquery work grows without bound (a 2 MB
+# query used to run for seconds and fail as a program limit); refused with 400 before any SQL runs.
+MAX_QUERY_CHARS = 2000
+MAX_QUERY_WORDS = 64
+MAX_AGENT_FILTER = 100
 # Up to this many vectors in one experiment, semantic search scans them exactly (btree on experiment_id):
 # HNSW post-filters by experiment on pgvector 0.6 and then returns too few rows for a small experiment.
 EXACT_SEARCH_THRESHOLD = int(getattr(settings, "AWP_MEMORY_EXACT_THRESHOLD", 20_000))
@@ -96,6 +101,9 @@ def validate(request: SearchRequest) -> None:
     unknown = [tier for tier in request.tiers if tier not in SEARCH_TIERS]
     if unknown:
         raise SearchRefused(400, "unknown_tier", f"Unknown tier(s) {', '.join(unknown)}; use {', '.join(SEARCH_TIERS)}.")
+    check_query(request.query)
+    if len(request.agent_filter) > MAX_AGENT_FILTER or any(len(agent) > 200 for agent in request.agent_filter):
+        raise SearchRefused(400, "bad_agent_filter", f"agent_filter takes at most {MAX_AGENT_FILTER} agent ids of at most 200 characters.")
     if not 1 <= request.max_results <= MAX_RESULTS_LIMIT:
         raise SearchRefused(400, "bad_max_results", f"max_results must be between 1 and {MAX_RESULTS_LIMIT}.")
     if request.mode in ("keyword", "semantic") and not request.query.strip():
@@ -110,6 +118,15 @@ def validate(request: SearchRequest) -> None:
         raise SearchRefused(
             400, "semantic_disabled", "Semantic search is disabled on this server (AWP_EMBEDDER=none); use keyword mode."
         )
+
+
+def check_query(query: str, *, field: str = "query") -> None:
+    """Refuse a query past the length or word limit (400 `query_too_long` / `query_too_many_words`)."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise SearchRefused(400, "query_too_long", f"{field} has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.")
+    words = len(re.findall(r"\w+", query))
+    if words > MAX_QUERY_WORDS:
+        raise SearchRefused(400, "query_too_many_words", f"{field} has {words} words; the limit is {MAX_QUERY_WORDS}.")
 
 
 def search_memory(experiment: Experiment, request: SearchRequest) -> SearchResult:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -11,11 +10,13 @@ from ninja.security import HttpBearer
 
 from awp_site.apierrors import ApiError
 from awp_site.auth import SessionUser
+from awp_site.jsonbody import parse_json_body
 from awp_site.ratelimit import check_rate
 from experiments.models import hash_secret
 from pool import services
 from pool.models import Participant, PoolFactVersion, PoolProposal
 from pool.redaction import redact_pool
+from pool.rules import Refusal
 
 
 class ParticipantBearer(HttpBearer):
@@ -48,6 +49,7 @@ class AnswerOut(Schema):
 class ErrorOut(Schema):
     code: str
     message: str
+    field: str | None = None
 
 
 class VoteOut(Schema):
@@ -81,16 +83,19 @@ class FactOut(Schema):
 @router.post(
     "/envelopes",
     auth=ParticipantBearer(),
-    response={200: dict[str, Any], 400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+    response={200: dict[str, Any], 400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}},
 )
 def post_envelope(request: HttpRequest) -> HttpResponse | tuple[int, dict[str, Any]]:
     """Apply one envelope `{schemaVersion, type, traceId, timestamp, idempotencyKey, clawId, instanceId, payload}`."""
-    try:
-        raw = json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "invalid_envelope", "The body is not JSON.") from None
     participant: Participant = request.auth  # type: ignore[attr-defined]
+    try:
+        raw = parse_json_body(request.body or b"null")
+    except ApiError as exc:  # unreadable: refused and audited like any malformed envelope
+        code = "invalid_envelope" if exc.code == "invalid_json" else exc.code
+        refusal = Refusal(exc.status, code, exc.message, str(exc.extra.get("field") or "body"))
+        applied = services.refuse({"clawId": participant.claw_id}, services.Origin.API, refusal)
+        return applied.status, applied.body
     applied = services.apply_envelope(raw, origin=services.Origin.API, caller_claw_id=participant.claw_id)
     return applied.status, redact_pool(applied.body)
 

@@ -10,6 +10,7 @@ this deployment published itself are skipped before they reach the rules.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 from collections import Counter
@@ -19,6 +20,8 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from awp_site.apierrors import ApiError
+from awp_site.jsonbody import parse_json_body
 from pool import services
 from pool.models import BridgeCursor, PoolEnvelope
 from pool.transport import Message, Transport
@@ -52,16 +55,19 @@ class Bridge:
             self.stats["own"] += 1  # published by this deployment: applied here already
             return
         try:
-            raw: Any = json.loads(message.data)
-        except (ValueError, UnicodeDecodeError):
+            raw: Any = parse_json_body(message.data)
+        except ApiError:
             raw = None  # apply_envelope refuses it as invalid_envelope, and the audit keeps the refusal
         outcome = await sync_to_async(_apply_from_bus)(raw, message.origin or "bus:unknown")
         self.stats[outcome] += 1
 
     async def publish_pending(self) -> int:
         rows = await sync_to_async(_pending)(self.cursor_name)
-        for pk, key, body in rows:
-            await self.transport.publish(json.dumps(body, ensure_ascii=False).encode(), dedupe_id=key, origin=self.claw_id)
+        for pk, claw_id, key, body in rows:
+            # Keys are unique per participant, so the broker's deduplication id stands for the pair (a header
+            # value holds no line breaks, so a digest rather than the raw strings).
+            dedupe_id = hashlib.sha256(f"{claw_id}\x00{key}".encode()).hexdigest()
+            await self.transport.publish(json.dumps(body, ensure_ascii=False).encode(), dedupe_id=dedupe_id, origin=self.claw_id)
             await sync_to_async(_advance)(self.cursor_name, pk)
             self.stats["published"] += 1
         return len(rows)
@@ -72,11 +78,11 @@ def _apply_from_bus(raw: Any, origin: str) -> str:
     return services.apply_envelope(raw, origin=services.Origin.BUS, deployment=origin).outcome
 
 
-def _pending(cursor_name: str) -> list[tuple[int, str, dict[str, Any]]]:
+def _pending(cursor_name: str) -> list[tuple[int, str, str, dict[str, Any]]]:
     close_old_connections()
     cursor, _ = BridgeCursor.objects.get_or_create(name=cursor_name)
     local = PoolEnvelope.objects.exclude(origin=PoolEnvelope.Origin.BUS).filter(pk__gt=cursor.last_envelope_pk).order_by("pk")
-    return list(local.values_list("pk", "idempotency_key", "body")[:PUBLISH_BATCH])
+    return list(local.values_list("pk", "claw_id", "idempotency_key", "body")[:PUBLISH_BATCH])
 
 
 @transaction.atomic

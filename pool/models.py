@@ -1,6 +1,6 @@
 """The pool's tables: participants, applied envelopes, proposals, votes, fact versions, audit, subscriptions.
 
-Postgres enforces the rules a second time (migration 0001): the idempotency key is unique, one vote per
+Postgres enforces the rules a second time (migrations 0001, 0002): the idempotency key is unique per clawId, one vote per
 (proposal, participant), a fact version is exactly the previous one + 1 (trigger), and envelopes, fact
 versions and the audit refuse UPDATE and DELETE like the ledger.
 """
@@ -64,7 +64,10 @@ class Participant(models.Model):
 
 
 class PoolEnvelope(models.Model):
-    """An envelope applied to this pool (accepted once per idempotency key; append-only)."""
+    """An envelope applied to this pool (accepted once per (clawId, idempotency key); append-only).
+
+    Keys are scoped by participant: the same key from two participants is two envelopes, so no participant
+    can claim another's key (or the coordinator's, whose keys live in rules.COORDINATOR_KEY_PREFIX)."""
 
     class Origin(models.TextChoices):
         API = "api"
@@ -72,7 +75,7 @@ class PoolEnvelope(models.Model):
         COORDINATOR = "coordinator"
         BUS = "bus"
 
-    idempotency_key = models.CharField(max_length=200, unique=True)
+    idempotency_key = models.CharField(max_length=200)
     type = models.CharField(max_length=16)
     trace_id = models.CharField(max_length=200)
     claw_id = models.CharField(max_length=200)
@@ -87,9 +90,10 @@ class PoolEnvelope(models.Model):
     class Meta:
         ordering = ["pk"]
         indexes = [models.Index(fields=["trace_id"])]
+        constraints = [models.UniqueConstraint(fields=["claw_id", "idempotency_key"], name="pool_envelope_key_per_claw")]
 
     def __str__(self) -> str:
-        return f"{self.type} {self.idempotency_key}"
+        return f"{self.type} {self.claw_id}/{self.idempotency_key}"
 
     @property
     def is_local(self) -> bool:

@@ -8,6 +8,7 @@ what it can a second time (unique keys, one vote, +1 versions, append-only audit
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,19 +24,28 @@ MAX_STATEMENT = 5000
 MAX_REASON = 2000
 MAX_TAGS = 20
 MAX_CAPABILITIES = 100
+MAX_DEPTH = 32  # how deep `source` and the rest of an envelope may nest
+# Idempotency keys the coordinator gives its own decision and fact envelopes; no participant may send one.
+COORDINATOR_KEY_PREFIX = "awp-coordinator:"
 
 
 class Refusal(Exception):
-    """An envelope the pool does not apply: HTTP status, machine-readable code and a sentence."""
+    """An envelope the pool does not apply: HTTP status, machine-readable code, a sentence and the field."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, field: str = "") -> None:
         super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+        self.status, self.code, self.message, self.field = status, code, message, field
+
+    def body(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message, **({"field": self.field} if self.field else {})}
 
 
-def invalid(message: str) -> Refusal:
-    """A malformed envelope (400 invalid_envelope)."""
-    return Refusal(400, "invalid_envelope", message)
+def invalid(message: str, field: str | None = None) -> Refusal:
+    """A malformed envelope (400 invalid_envelope); the field is the message's first word unless named."""
+    if field is None:
+        first = message.split(" ", 1)[0]
+        field = first if first.replace(".", "").replace("_", "").isalnum() else "body"
+    return Refusal(400, "invalid_envelope", message, field)
 
 
 @dataclass(frozen=True)
@@ -169,10 +179,68 @@ def parse_timestamp(value: Any) -> datetime:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise invalid(f"timestamp '{value}' is not ISO-8601.") from None
+        raise invalid(f"timestamp '{value}' is not ISO-8601.", "timestamp") from None
     if parsed.tzinfo is None:
         raise invalid("timestamp needs a time zone (e.g. 2026-11-23T10:00:00Z).")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise invalid("timestamp is out of range.") from None
+
+
+def check_storable(raw: dict[str, Any]) -> None:
+    """Refuse what no store can hold, naming the field: NUL, lone surrogates, NaN/Infinity, absurd nesting."""
+    stack: list[tuple[Any, str, int]] = [(raw, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        where = path or "body"
+        if depth > MAX_DEPTH:
+            raise invalid(f"{where} nests deeper than {MAX_DEPTH} levels.", where)
+        if isinstance(value, str):
+            _check_text(value, where)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise invalid(f"{where} must be a finite number (NaN and Infinity are not JSON).", where)
+        elif isinstance(value, dict):
+            for key, child in value.items():
+                if not isinstance(key, str):
+                    raise invalid(f"{where} has a key that is not a string.", where)
+                child_path = f"{path}.{key}" if path else key
+                _check_text(key, _printable(child_path))
+                stack.append((child, _printable(child_path), depth + 1))
+        elif isinstance(value, list):
+            stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(value))
+        elif value is not None and not isinstance(value, bool | int | float):
+            raise invalid(f"{where} is not a JSON value.", where)
+
+
+def _check_text(text: str, where: str) -> None:
+    if "\x00" in text:
+        raise invalid(f"{where} contains the NUL character (\\u0000).", where)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid(f"{where} contains a lone surrogate (not valid Unicode).", where) from None
+
+
+def _printable(path: str) -> str:
+    return path.replace("\x00", "\\u0000").encode("utf-8", "replace").decode("utf-8")[:200]
+
+
+def is_reserved_key(key: str) -> bool:
+    """Whether an idempotency key is in the coordinator's own namespace (refused from participants)."""
+    return key.startswith(COORDINATOR_KEY_PREFIX)
+
+
+def coordinator_key(kind: str, *parts: object) -> str:
+    """The idempotency key of a coordinator envelope: `awp-coordinator:decision:<proposal_id>`, …"""
+    return _bounded_id(f"{COORDINATOR_KEY_PREFIX}{kind}:", ":".join(map(str, parts)))
+
+
+def _bounded_id(prefix: str, rest: str) -> str:
+    """prefix + rest, or prefix + a digest of rest when that would pass MAX_ID (never a truncation: no clashes)."""
+    if len(prefix) + len(rest) <= MAX_ID:
+        return prefix + rest
+    return f"{prefix}sha256:{hashlib.sha256(rest.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
 def parse_body(kind: str, payload: dict[str, Any]) -> Body:
@@ -220,7 +288,8 @@ def parse_body(kind: str, payload: dict[str, Any]) -> Body:
 def parse_envelope(raw: Any) -> Envelope:
     """Check every required field of an untrusted envelope; raise a Refusal naming the first bad one."""
     if not isinstance(raw, dict):
-        raise invalid("An envelope must be a JSON object.")
+        raise invalid("An envelope must be a JSON object.", "body")
+    check_storable(raw)
     version = raw.get("schemaVersion")
     if version is None:
         raise invalid("schemaVersion is required.")
@@ -299,7 +368,7 @@ def is_expired(created_at: datetime, *, now: datetime, ttl_seconds: float) -> bo
 
 def new_fact_id(proposal_id: str) -> str:
     """The id of the fact a (non-amending) proposal creates: derived, so every deployment names it alike."""
-    return f"fact:{proposal_id}"[:MAX_ID]
+    return _bounded_id("fact:", proposal_id)
 
 
 def matches_subscription(fact_tags: tuple[str, ...] | list[str], *, all_facts: bool, tags: tuple[str, ...] | list[str]) -> bool:

@@ -8,6 +8,8 @@ and the audit hold whichever way an envelope arrives.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import uuid
 from dataclasses import dataclass
@@ -83,21 +85,31 @@ def apply_envelope(raw: Any, *, origin: str, deployment: str = "", caller_claw_i
     try:
         envelope = rules.parse_envelope(raw)
         if caller_claw_id is not None and envelope.claw_id != caller_claw_id:
-            raise Refusal(403, "claw_mismatch", f"This token belongs to '{caller_claw_id}', not to clawId '{envelope.claw_id}'.")
+            raise Refusal(403, "claw_mismatch", f"This token belongs to '{caller_claw_id}', not to clawId '{envelope.claw_id}'.", "clawId")
         learn_from_pool_envelope(envelope.raw)  # what it carries is a known secret of the pool before it is kept
+        if origin in (Origin.API, Origin.PAGE) and rules.is_reserved_key(envelope.idempotency_key):
+            raise Refusal(400, "reserved_idempotency_key", f"idempotencyKey: keys starting with '{rules.COORDINATOR_KEY_PREFIX}' are the coordinator's own.", "idempotencyKey")
         if rules.is_self_loop(envelope, local_claw_id=local_claw_id(), from_bus=origin == Origin.BUS):
             _audit(raw, origin, PoolAudit.Outcome.IGNORED, "self_loop", "An envelope claiming this deployment's own clawId came back from the bus.")
             return Applied(200, {"outcome": "ignored", "reason": "self_loop", "idempotency_key": envelope.idempotency_key})
         rules.gate(envelope, governance_enabled=settings.AWP_POOL_GOVERNANCE)
     except Refusal as refusal:
-        _audit(raw, origin, PoolAudit.Outcome.REJECTED, refusal.code, refusal.message)
-        return Applied(refusal.status, {"code": refusal.code, "message": refusal.message})
+        return refuse(raw, origin, refusal)
     return _apply(envelope, origin=origin, deployment=deployment or local_claw_id())
+
+
+def refuse(raw: Any, origin: str, refusal: Refusal) -> Applied:
+    """Audit a refused envelope (nothing else is stored) and answer its status and {code, message, field}."""
+    _audit(raw, origin, PoolAudit.Outcome.REJECTED, refusal.code, refusal.message)
+    return Applied(refusal.status, refusal.body())
 
 
 @transaction.atomic
 def _apply(envelope: Envelope, *, origin: str, deployment: str) -> Applied:
-    original = PoolEnvelope.objects.filter(idempotency_key=envelope.idempotency_key).first()
+    # One (clawId, key) is applied by one transaction at a time: a concurrent replay waits here for the first
+    # to commit and then answers its outcome (never a 409 or a unique-key error for a duplicate).
+    _lock(f"pool-key:{envelope.claw_id}\n{envelope.idempotency_key}")
+    original = _original(envelope)
     if original is not None:
         return _duplicate(envelope, original, origin)
     try:
@@ -106,12 +118,7 @@ def _apply(envelope: Envelope, *, origin: str, deployment: str) -> Applied:
             answer = {"outcome": "accepted", "type": envelope.type, "idempotency_key": envelope.idempotency_key, "trace_id": envelope.trace_id, **answer}
             _store(envelope, origin=origin, deployment=deployment, answer=answer)
     except Refusal as refusal:
-        _audit(envelope.raw, origin, PoolAudit.Outcome.REJECTED, refusal.code, refusal.message)
-        return Applied(refusal.status, {"code": refusal.code, "message": refusal.message})
-    except IntegrityError:
-        # The same key applied concurrently by another request: that one counts, this one is its replay.
-        original = PoolEnvelope.objects.get(idempotency_key=envelope.idempotency_key)
-        return _duplicate(envelope, original, origin)
+        return refuse(envelope.raw, origin, refusal)
     _audit(envelope.raw, origin, PoolAudit.Outcome.ACCEPTED, "", "")
     decided = _coordinate(envelope)
     if decided:
@@ -120,6 +127,10 @@ def _apply(envelope: Envelope, *, origin: str, deployment: str) -> Applied:
                  "awp.pool.origin": origin})  # fmt: skip
     transaction.on_commit(lambda: _after_commit(envelope.type, bool(decided) or envelope.type == "fact"))
     return Applied(200, answer)
+
+
+def _original(envelope: Envelope) -> PoolEnvelope | None:
+    return PoolEnvelope.objects.filter(claw_id=envelope.claw_id, idempotency_key=envelope.idempotency_key).first()
 
 
 def _duplicate(envelope: Envelope, original: PoolEnvelope, origin: str) -> Applied:
@@ -140,12 +151,17 @@ def _audit(raw: Any, origin: str, outcome: str, code: str, reason: str) -> None:
 
     def text(key: str, limit: int = 200) -> str:
         value = fields.get(key)
-        return value[:limit] if isinstance(value, str) else ""
+        return _storable_text(value, limit) if isinstance(value, str) else ""
 
     PoolAudit.objects.create(
         trace_id=text("traceId"), idempotency_key=text("idempotencyKey"), type=text("type", 16), claw_id=text("clawId"),
-        origin=origin, outcome=outcome, code=code, reason=reason[:2000],
+        origin=origin, outcome=outcome, code=code, reason=_storable_text(reason, 2000),
     )  # fmt: skip
+
+
+def _storable_text(text: str, limit: int) -> str:
+    """What of an untrusted string the audit can keep: no NUL, no lone surrogate, bounded."""
+    return text[:limit].replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
 def _after_commit(kind: str, facts_changed: bool) -> None:
@@ -161,9 +177,9 @@ def _apply_proposal(envelope: Envelope, *, origin: str, deployment: str) -> dict
     body = envelope.body
     assert isinstance(body, rules.ProposalBody)
     if PoolProposal.objects.filter(proposal_id=body.proposal_id).exists():
-        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' exists already; choose a new proposal_id.")
+        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' exists already; choose a new proposal_id.", "payload.proposal_id")
     if body.amends_fact_id and current_version(body.amends_fact_id) == 0:
-        raise Refusal(409, "conflict", f"Proposal amends fact '{body.amends_fact_id}', which this pool does not hold.")
+        raise Refusal(409, "conflict", f"Proposal amends fact '{body.amends_fact_id}', which this pool does not hold.", "payload.amends_fact_id")
     PoolProposal.objects.create(
         proposal_id=body.proposal_id, statement=body.statement, tags=list(body.tags), confidence=body.confidence,
         source=body.source, amends_fact_id=body.amends_fact_id, proposer=envelope.claw_id,
@@ -177,14 +193,14 @@ def _apply_vote(envelope: Envelope, *, origin: str, deployment: str) -> dict[str
     assert isinstance(body, rules.VoteBody)
     proposal = _locked_proposal(body.proposal_id)
     if PoolVote.objects.filter(proposal=proposal, claw_id=envelope.claw_id).exists():
-        raise Refusal(409, "already_voted", f"'{envelope.claw_id}' has voted on '{body.proposal_id}' already; one vote each.")
+        raise Refusal(409, "already_voted", f"'{envelope.claw_id}' has voted on '{body.proposal_id}' already; one vote each.", "payload.proposal_id")
     if not proposal.is_open:
-        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' is {proposal.status} already; votes are closed.")
+        raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' is {proposal.status} already; votes are closed.", "payload.proposal_id")
     try:
         with transaction.atomic():
             PoolVote.objects.create(proposal=proposal, claw_id=envelope.claw_id, vote=body.vote, reason=body.reason, trace_id=envelope.trace_id)
     except IntegrityError:  # the unique (proposal, claw_id) constraint: a concurrent second vote
-        raise Refusal(409, "already_voted", f"'{envelope.claw_id}' has voted on '{body.proposal_id}' already; one vote each.") from None
+        raise Refusal(409, "already_voted", f"'{envelope.claw_id}' has voted on '{body.proposal_id}' already; one vote each.", "payload.proposal_id") from None
     return {"proposal_id": body.proposal_id, "vote": body.vote}
 
 
@@ -192,7 +208,7 @@ def _apply_decision(envelope: Envelope, *, origin: str, deployment: str) -> dict
     body = envelope.body
     assert isinstance(body, rules.DecisionBody)
     if origin not in (Origin.BUS, Origin.COORDINATOR):
-        raise rules.invalid("Decisions are taken by the pool's coordinator; a participant cannot send one.")
+        raise rules.invalid("Decisions are taken by the pool's coordinator; a participant cannot send one.", "type")
     proposal = _locked_proposal(body.proposal_id)
     if envelope.claw_id != proposal.coordinator:
         raise Refusal(409, "conflict", f"Only '{proposal.coordinator}' decides '{body.proposal_id}'.")
@@ -212,7 +228,7 @@ def _apply_fact(envelope: Envelope, *, origin: str, deployment: str) -> dict[str
     rules.check_next_version(current=current_version(body.fact_id), version=body.version)
     proposal = PoolProposal.objects.filter(proposal_id=body.proposal_id).first()
     if proposal is None:
-        raise Refusal(404, "unknown_proposal", f"No proposal '{body.proposal_id}' behind this fact.")
+        raise Refusal(404, "unknown_proposal", f"No proposal '{body.proposal_id}' behind this fact.", "payload.proposal_id")
     if proposal.status != PoolProposal.Status.ACCEPTED:
         raise Refusal(409, "conflict", f"Proposal '{body.proposal_id}' is {proposal.status}, not accepted: no fact follows from it.")
     if envelope.claw_id != proposal.coordinator:
@@ -267,14 +283,19 @@ def _seen(envelope: Envelope, origin: str) -> Participant:
 def _locked_proposal(proposal_id: str) -> PoolProposal:
     proposal = PoolProposal.objects.select_for_update().filter(proposal_id=proposal_id).first()
     if proposal is None:
-        raise Refusal(404, "unknown_proposal", f"No proposal '{proposal_id}' in this pool.")
+        raise Refusal(404, "unknown_proposal", f"No proposal '{proposal_id}' in this pool.", "payload.proposal_id")
     return proposal
 
 
 def _lock_fact(fact_id: str) -> None:
     # Versions of one fact are written one at a time; the trigger and the unique key would refuse a race anyway.
+    _lock(f"pool-fact:{fact_id}")
+
+
+def _lock(name: str) -> None:
+    """A transaction-scoped advisory lock on a name (a hash collision only serialises two unrelated applies)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"pool-fact:{fact_id}"])
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])
 
 
 def current_version(fact_id: str) -> int:
@@ -358,14 +379,14 @@ def _decide(proposal: PoolProposal, outcome: str, counts: dict[str, int]) -> dic
             tags=tuple(proposal.tags), confidence=proposal.confidence, source=proposal.source,
         )  # fmt: skip
         payload |= {"fact_id": fact.fact_id, "version": fact.version}
-    decision = new_envelope("decision", payload, claw_id=me, trace_id=proposal.trace_id, key=f"decision:{proposal.proposal_id}")
+    decision = new_envelope("decision", payload, claw_id=me, trace_id=proposal.trace_id, key=rules.coordinator_key("decision", proposal.proposal_id))
     _apply_generated(decision)
     if fact is not None:
         fact_payload = {
             "fact_id": fact.fact_id, "version": fact.version, "statement": fact.statement, "proposal_id": fact.proposal_id,
             "tags": list(fact.tags), "confidence": fact.confidence, "source": fact.source,
         }  # fmt: skip
-        _apply_generated(new_envelope("fact", fact_payload, claw_id=me, trace_id=proposal.trace_id, key=f"fact:{fact.fact_id}:v{fact.version}"))
+        _apply_generated(new_envelope("fact", fact_payload, claw_id=me, trace_id=proposal.trace_id, key=rules.coordinator_key("fact", fact.fact_id, f"v{fact.version}")))
     return payload
 
 
@@ -420,7 +441,7 @@ def propose_curated_fact(*, experiment: Experiment, curated: Any, user: Any) -> 
         "evidence": [{"digest_sha": e.digest_sha, "run_id": e.run_ref, "iteration": e.iteration} for e in evidence],
     }
     payload: dict[str, Any] = {
-        "proposal_id": f"{local_claw_id()}:{experiment.slug}:{curated.pk}"[: rules.MAX_ID],
+        "proposal_id": curated_proposal_id(experiment.slug, curated.pk),
         "statement": redact_text_for(experiment, curated.promoted_text)[: rules.MAX_STATEMENT],
         "tags": [experiment.slug[:100]],
         "source": source,
@@ -429,6 +450,13 @@ def propose_curated_fact(*, experiment: Experiment, curated: Any, user: Any) -> 
     if confidence is not None:
         payload["confidence"] = confidence
     return apply_envelope(new_envelope("proposal", payload, claw_id=person_claw_id(user)), origin=Origin.PAGE)
+
+
+def curated_proposal_id(slug: str, curated_pk: int) -> str:
+    """The pool id of an experiment's curated fact: stable (a second click is a conflict, not a second proposal)
+    and unguessable (a keyed digest), so no participant can take the id before the fact is proposed."""
+    tag = hmac.new(settings.SECRET_KEY.encode(), f"pool-proposal:{slug}:{curated_pk}".encode(), hashlib.sha256).hexdigest()[:20]
+    return f"{local_claw_id()[:100]}:{slug[:50]}:{curated_pk}:{tag}"
 
 
 def _evidence_confidence(experiment: Experiment, shas: list[str]) -> float | None:

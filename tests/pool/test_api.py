@@ -83,7 +83,7 @@ def test_governed_pool_through_the_server(live_server_factory):
     # Specific refusals.
     missing = envelope("presence", "claw-1", {})
     del missing["traceId"]
-    assert c1.send(missing).json() == {"code": "invalid_envelope", "message": "traceId is required."}
+    assert c1.send(missing).json() == {"code": "invalid_envelope", "message": "traceId is required.", "field": "traceId"}
     assert c1.send(envelope("vote", "claw-1", {"proposal_id": "p1", "vote": "maybe"})).json()["code"] == "invalid_envelope"
     assert c1.send("not json").json()["code"] == "invalid_envelope"
     unknown = c1.vote("nope", "yes")

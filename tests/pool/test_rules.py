@@ -131,3 +131,37 @@ def test_arbitrary_input_parses_or_is_refused_never_crashes(overrides):
         rules.parse_envelope({**BASE, **overrides})
     except Refusal as refusal:
         assert refusal.code == "invalid_envelope"
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"payload": {"proposal_id": "p-1", "vote": "yes", "reason": "a\x00b"}}, "payload.reason"),
+        ({"payload": {"proposal_id": "p-1", "vote": "yes", "reason": "\ud800"}}, "payload.reason"),
+        ({"payload": {"proposal_id": "p-1", "vote": "yes", "extra": float("nan")}}, "payload.extra"),
+        ({"payload": {"proposal_id": "p-1", "vote": "yes", "extra": [float("-inf")]}}, "payload.extra[0]"),
+        ({"timestamp": "9999-12-31T23:59:59-05:00"}, "timestamp"),
+        ({"traceId": "t\x00"}, "traceId"),
+    ],
+)
+def test_what_no_store_can_hold_is_refused_naming_the_field(change, field):
+    with pytest.raises(Refusal) as refused:
+        rules.parse_envelope({**BASE, **change})
+    assert (refused.value.status, refused.value.code, refused.value.field) == (400, "invalid_envelope", field)
+
+
+def test_nesting_past_the_limit_is_refused():
+    deep: object = 1
+    for _ in range(rules.MAX_DEPTH + 1):
+        deep = {"a": deep}
+    with pytest.raises(Refusal) as refused:
+        rules.parse_envelope({**BASE, "payload": {"proposal_id": "p-1", "vote": "yes", "source": deep}})
+    assert refused.value.field.startswith("payload.source.a")
+
+
+@given(proposal_id=st.text(min_size=1, max_size=rules.MAX_ID))
+def test_coordinator_keys_are_reserved_bounded_and_distinct(proposal_id):
+    key = rules.coordinator_key("decision", proposal_id)
+    assert rules.is_reserved_key(key) and len(key) <= rules.MAX_ID
+    assert key != rules.coordinator_key("decision", proposal_id + "x")
+    assert len(rules.new_fact_id(proposal_id)) <= rules.MAX_ID

@@ -1,0 +1,114 @@
+"""The one JSON reader for API request bodies: what it returns Postgres and every later step can hold.
+
+Every API body (ninja's parser, the memory tool endpoints, pool envelopes) is read here, whatever its
+Content-Type says, and refused with a code naming the problem (and, where there is one, the field):
+
+- not JSON / not UTF-8 → 400 `invalid_json`; a lone surrogate → 400 `invalid_unicode`;
+- nested deeper than MAX_DEPTH → 400 `json_too_deep` (recursive steps after the parser stay far from
+  Python's recursion limit);
+- NaN / Infinity (and numbers too large for a double) → 422 `non_finite_number` with the field: they are not
+  JSON, and jsonb cannot store them (they used to be stored as null); integers up to ±1.8e308 become floats
+  past 64 bits (orjson), as JavaScript would read them;
+- U+0000 in any key or string → 400 `json_nul_character` (Postgres text cannot hold it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+from awp_site.apierrors import ApiError
+
+MAX_DEPTH = 100
+
+
+class _NonFinite:
+    """Stands for a NaN / Infinity literal while its path is looked for."""
+
+
+_NON_FINITE = _NonFinite()
+
+
+def parse_json_body(body: bytes) -> Any:
+    """The JSON value of a request body, or an ApiError saying what is wrong with it."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise _refusal(body, str(exc)) from None
+    if _nesting_exceeds(value, MAX_DEPTH, containers=body.count(b"{") + body.count(b"[")):
+        raise ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", field="body", max_depth=MAX_DEPTH)
+    if b"\\u0000" in body:
+        field = _path_where(value, lambda item: isinstance(item, str) and "\x00" in item)
+        if field is not None:
+            raise ApiError(400, "json_nul_character", f"JSON strings may not contain the NUL character (\\u0000): {field or 'body'}.", field=field)
+    return value
+
+
+def _refusal(body: bytes, reason: str) -> ApiError:
+    """Why orjson refused a body, named as precisely as the standard library's second reading allows."""
+    if "depth limit" in reason:
+        return ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", field="body", max_depth=MAX_DEPTH)
+    if "surrogate" in reason:
+        return ApiError(400, "invalid_unicode", f"The body is not valid UTF-8 or holds a lone surrogate ({reason}).", field="body")
+    try:
+        lenient = json.loads(body, parse_constant=lambda _literal: _NON_FINITE)
+    except RecursionError:
+        return ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", field="body", max_depth=MAX_DEPTH)
+    except (ValueError, UnicodeDecodeError):
+        return ApiError(400, "invalid_json", f"The body is not JSON ({reason}).", field="body")
+    non_finite = _path_where(lenient, _is_non_finite)
+    if non_finite is not None or "infinity" in reason:
+        field = non_finite or "body"
+        message = f"{field}: NaN, Infinity and numbers beyond ±1.8e308 are not accepted; send a finite number or null."
+        return ApiError(422, "non_finite_number", message, field=field)
+    return ApiError(400, "invalid_json", f"The body is not JSON ({reason}).", field="body")
+
+
+def _is_non_finite(item: Any) -> bool:
+    if item is _NON_FINITE:
+        return True
+    if isinstance(item, float):
+        return item != item or item in (float("inf"), float("-inf"))
+    return isinstance(item, int) and not isinstance(item, bool) and abs(item) > 1.7976931348623157e308
+
+
+def _nesting_exceeds(value: Any, limit: int, *, containers: int) -> bool:
+    """Whether arrays/objects nest deeper than `limit`: level by level, containers only (skipped when the body
+    has too few brackets to be that deep). About as long as orjson's own parse of the body."""
+    if containers <= limit or (type(value) is not dict and type(value) is not list):
+        return False
+    level, depth = [value], 1
+    while level:
+        if depth > limit:
+            return True
+        deeper: list[Any] = []
+        for item in level:
+            children = item.values() if type(item) is dict else item
+            deeper.extend([child for child in children if type(child) is dict or type(child) is list])
+        level, depth = deeper, depth + 1
+    return False
+
+
+def _path_where(value: Any, found: Any) -> str | None:
+    """The dotted path (`events[0].payload.msg`) of the first key or value for which `found` holds."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if found(item):
+            return _printable(path)
+        if isinstance(item, dict):
+            for key, child in item.items():
+                child_path = f"{path}.{key}" if path else str(key)
+                if found(key):
+                    return _printable(child_path)
+                stack.append((child, child_path))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+    return None
+
+
+def _printable(path: str) -> str:
+    """A field path fit to be echoed in an answer (NUL spelled out, bounded)."""
+    return path.replace("\x00", "\\u0000")[:200]
