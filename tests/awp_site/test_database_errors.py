@@ -60,10 +60,10 @@ def scoped_read():
 def fail_after_the_view(monkeypatch, exc: Exception) -> None:
     """The redaction net's known-secrets lookup runs after the API view, outside ninja's error handlers."""
 
-    def broken(request, body):  # type: ignore[no-untyped-def]
+    def broken(request):  # type: ignore[no-untyped-def]
         raise exc
 
-    monkeypatch.setattr("state.services_redaction.mask_response_text", broken)
+    monkeypatch.setattr("state.services_redaction.net_known_secrets", broken)
 
 
 CASES = [
