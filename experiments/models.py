@@ -167,6 +167,13 @@ class Run(models.Model):
         return self.status != Run.Status.RUNNING
 
     @property
+    def tokens_consumed(self) -> int | float | None:
+        """Tokens used so far, from the latest budget snapshot (None when the runtime reports none)."""
+        tokens = (self.budget_used or {}).get("tokens")
+        value = tokens.get("consumed") if isinstance(tokens, dict) else None
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    @property
     def duration_seconds(self) -> float | None:
         if not self.started_at:
             return None

@@ -247,6 +247,7 @@ class ExperimentCharts:
 
 def experiment_charts(experiment: Experiment, limit: int = 2000) -> ExperimentCharts:
     """Runs over time (duration, status, BEST per task), loss per task, and the review queue's flow per day."""
+    from experiments.humanize import human_duration
     from state.services_redaction import redact_text_for
 
     runs = list(experiment.runs.select_related("task").order_by("created_at")[:limit])
@@ -259,7 +260,7 @@ def experiment_charts(experiment: Experiment, limit: int = 2000) -> ExperimentCh
         when = _epoch(run.started_at) or _epoch(run.created_at) or 0.0
         seconds = run.duration_seconds
         mark = "best" if run.pk in best else ""
-        shown = f"{seconds:.1f} s" if seconds is not None else "running"
+        shown = human_duration(seconds) if seconds is not None else "running"
         label = f"{name} · {task} · {run.status} · {shown}" + (f" · loss {run.loss:.4g}" if run.loss is not None else "") + (" · BEST" if mark else "")
         durations[task].append(Point(when, seconds if seconds is not None else 0.0, label, mark, f"status-{run.status}"))
         if run.loss is not None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from experiments import ledger_cache, presenters, run_charts
+from experiments import ledger_cache, presenters, run_charts, run_list
 from experiments.access import experiment_view
 from experiments.models import Event, Experiment, Run
 
@@ -38,21 +39,29 @@ def _int(value: str | None) -> int | None:
 @require_GET
 @experiment_view()
 def runs_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    """Runs newest first in keyset pages, searchable and sortable; the first page follows new runs live."""
     from experiments.views import render_tab
 
-    status = request.GET.get("status", "")
-    runs = experiment.runs.select_related("task").order_by("task__number", "created_at")
-    if status:
-        runs = runs.filter(status=status)
-    tasks = list(experiment.tasks.all())
-    best = {t.best_run_id for t in tasks if t.best_run_id}
-    groups = []
-    all_runs = list(runs[:2000])
-    for task in [*tasks, None]:
-        members = [r for r in all_runs if (r.task_id == (task.pk if task else None))]
-        if members or (task and not status):
-            groups.append({"task": task, "rows": presenters.flatten(presenters.run_forest(members, best))})
-    context = {"experiment": experiment, "groups": groups, "status": status, "statuses": Run.Status.choices, "tab": "runs", "experiment_charts": run_charts.experiment_charts(experiment)}
+    params = {key: request.GET.get(key, "").strip() for key in ("q", "status", "sort", "dir", "after", "before")}
+    sort = params["sort"] if params["sort"] in run_list.SORTS else "started"
+    descending = params["dir"] != "asc"
+    page = run_list.runs_page(
+        experiment, q=params["q"][:200], status=params["status"], sort=sort, descending=descending,
+        after=params["after"], before=params["before"],
+    )  # fmt: skip
+    best = set(experiment.tasks.exclude(best_run=None).values_list("best_run_id", flat=True))
+    rows = [(indent, presenters.RunNode(run, is_best=run.pk in best)) for indent, run in page.rows]
+    keep = {k: v for k, v in (("q", params["q"]), ("status", params["status"]), ("sort", sort if sort != "started" else ""), ("dir", "asc" if not descending else "")) if v}
+    context = {
+        "experiment": experiment, "tab": "runs", "rows": rows, "page": page, "filters": params, "sort": sort,
+        "descending": descending, "sorts": run_list.SORTS, "statuses": Run.Status.choices, "keep": urlencode(keep),
+        # New runs go on top only where they belong: the first page of the default order, unfiltered.
+        "follows_new_runs": page.is_first and sort == "started" and descending and not (params["q"] or params["status"]),
+    }  # fmt: skip
+    if page.is_first and not (params["q"] or params["status"]):
+        context["experiment_charts"] = run_charts.experiment_charts(experiment)
+    if request.htmx and request.htmx.target == "run-list":
+        return render(request, "experiments/runs_tab.html#run_list", context)
     return render_tab(request, "experiments/runs_tab.html", context)
 
 
