@@ -94,7 +94,9 @@ def experiment_row(experiment: Experiment, viewer: Viewer, changed_run_ids: list
     from experiments.views import pending_proposals
 
     row.pending_count = pending_proposals(row)
-    return [render_to_string("experiments/_experiment_row.html", {"e": row, "oob": True})]
+    # Wrapped like the run rows: a bare <tr> after another table section parses into an anonymous <tbody>.
+    html = render_to_string("experiments/_experiment_row.html", {"e": row})
+    return [f'<tbody hx-swap-oob="afterbegin:#experiment-rows" data-live-upsert>{html}</tbody>']
 
 
 def register() -> None:

@@ -78,7 +78,7 @@
       tpl.innerHTML = text;
       var changed = false;
       Array.prototype.slice.call(tpl.content.children).forEach(function (oob) {
-        if (!oob.hasAttribute("hx-swap-oob")) return;
+        if (!oob.hasAttribute("hx-swap-oob")) { oob.remove(); changed = true; return; } // nowhere to go
         var target = oobTarget(oob);
         if (!target) { oob.remove(); changed = true; return; }
         if (oob.hasAttribute("data-live-upsert")) { upsertRows(oob, target); oob.remove(); changed = true; return; }
