@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "ninja",  # /api/v1/docs from the Swagger UI files in django-ninja's wheel (served here: offline, under the CSP)
     "experiments",
     "state",
     "memory",
