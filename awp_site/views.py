@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from awp_site.ratelimit import hit
@@ -27,6 +28,12 @@ def healthz(request: HttpRequest) -> JsonResponse:
         body.update(ok=False, database=f"error: {type(exc).__name__}", failing="database")
     body["channel_layer"] = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
     return JsonResponse(body, status=200 if body["ok"] else 503)
+
+
+@require_GET
+def glossary(request: HttpRequest) -> HttpResponse:
+    """The words a newcomer meets (salience, R13, clawId, digest, websearch…), linked from the Help menu."""
+    return render(request, "help/glossary.html")
 
 
 class RateLimitedLoginView(auth_views.LoginView):

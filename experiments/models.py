@@ -12,6 +12,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 from experiments.awp.timing import TS_SOURCES
 
@@ -56,6 +57,11 @@ class Experiment(models.Model):
     class Meta:
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["status"])]
+
+    @cached_property
+    def running_run_count(self) -> int:
+        """Runs still running: the experiment's own status is what its protocol says, not what its runs do."""
+        return self.runs.filter(status=Run.Status.RUNNING).count()
 
     def __str__(self) -> str:
         return self.name
@@ -172,6 +178,17 @@ class Run(models.Model):
         tokens = (self.budget_used or {}).get("tokens")
         value = tokens.get("consumed") if isinstance(tokens, dict) else None
         return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    @cached_property
+    def shown_duration(self) -> float | None:
+        """Start to end; while running, start to its latest event's time, not to now: a replayed recording's run
+        started days ago by its own clock, and "now minus then" counted the days in between."""
+        if not self.started_at:
+            return None
+        if self.ended_at:
+            return (self.ended_at - self.started_at).total_seconds()
+        latest = self.events.filter(seq__lte=self.last_seq, occurred_at__isnull=False).order_by("-seq").values_list("occurred_at", flat=True).first()
+        return max(0.0, ((latest or self.started_at) - self.started_at).total_seconds())
 
     @property
     def duration_seconds(self) -> float | None:
