@@ -58,16 +58,16 @@ class Experiment(models.Model):
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["status"])]
 
-    @cached_property
-    def running_run_count(self) -> int:
-        """Runs still running: the experiment's own status is what its protocol says, not what its runs do."""
-        return self.runs.filter(status=Run.Status.RUNNING).count()
-
     def __str__(self) -> str:
         return self.name
 
     def get_absolute_url(self) -> str:
         return reverse("experiments:detail", args=[self.slug])
+
+    @cached_property
+    def running_run_count(self) -> int:
+        """Runs still running: the experiment's own status is what its protocol says, not what its runs do."""
+        return self.runs.filter(status=Run.Status.RUNNING).count()
 
     def role_of(self, user: Any) -> str | None:
         """The user's role here: owner for staff, else their membership role, else None."""
