@@ -172,6 +172,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AWP_MAX_BODY_BYTES", str(32 * 
 # Product knobs.
 AWP_INGEST_MAX_BATCH = int(os.environ.get("AWP_INGEST_MAX_BATCH", "5000"))
 AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
+# "required" when an embedding worker (awp_embed --loop) serves this deployment (awp_serve sets it): a worker
+# that stops is then reported by /healthz and semantic search answers 503 embedding_worker_down, rather than
+# loading the model into a web process. "optional" (default): with no worker, a process loads the model itself.
+AWP_EMBED_WORKER = os.environ.get("AWP_EMBED_WORKER", "optional")
 AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
 AWP_SENSITIVE_FIELDS = env_list(

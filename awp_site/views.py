@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth import views as auth_views
+from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from awp_site.ratelimit import hit
+from experiments.watch_health import watcher_reports
 
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness and readiness: the database answers, pgvector is there, the channel layer is configured."""
-    body: dict[str, object] = {"ok": True}
+    """Liveness and readiness: the database answers, pgvector is there, the channel layer is configured.
+
+    Also what runs beside the web processes: the embedding worker (model loaded, socket answering, chunks
+    waiting for vectors) and each folder watcher (last pass, lag). They make the answer `degraded`, never a
+    503: the dashboard still serves pages and ingest without them.
+    """
+    body = health_report()
+    return JsonResponse(body, status=200 if body["ok"] else 503)
+
+
+def health_report() -> dict[str, Any]:
+    body: dict[str, Any] = {"ok": True}
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
@@ -27,7 +41,35 @@ def healthz(request: HttpRequest) -> JsonResponse:
     except Exception as exc:  # any database failure is a 503 naming the part
         body.update(ok=False, database=f"error: {type(exc).__name__}", failing="database")
     body["channel_layer"] = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
-    return JsonResponse(body, status=200 if body["ok"] else 503)
+    body["embedding"] = embedding_health(database_ok=body["database"] == "ok")
+    body["watchers"] = watcher_reports()
+    degraded = []
+    if body["embedding"]["required"] and body["embedding"]["socket"] != "answering":
+        degraded.append("embedding_worker")
+    degraded += [f"watcher:{w['folder']}" for w in body["watchers"] if not w["running"] or w.get("error")]
+    body["degraded"] = degraded
+    return body
+
+
+def embedding_health(*, database_ok: bool) -> dict[str, Any]:
+    from memory.embeddings import worker_status
+    from memory.models import MemoryChunk
+
+    status = worker_status()
+    if database_ok and status["enabled"]:
+        status["chunks_waiting"] = MemoryChunk.objects.filter(embedding__isnull=True).count()
+    return status
+
+
+@require_GET
+def status_page(request: HttpRequest) -> HttpResponse:
+    """The same report as /healthz for people: staff and experiment owners."""
+    from experiments.models import Membership
+
+    user = request.user
+    if not (user.is_staff or user.memberships.filter(role=Membership.Role.OWNER).exists()):  # type: ignore[union-attr]
+        raise PermissionDenied("The status page is for owners.")
+    return render(request, "help/status.html", {"health": health_report()})
 
 
 @require_GET
