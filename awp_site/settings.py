@@ -171,6 +171,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AWP_MAX_BODY_BYTES", str(32 * 
 
 # Product knobs.
 AWP_INGEST_MAX_BATCH = int(os.environ.get("AWP_INGEST_MAX_BATCH", "5000"))
+# Rate limits, per minute (0 turns one off); over a limit the answer is 429 with Retry-After (README, Rate limits).
+AWP_RATE_LIMIT_TOKEN_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_TOKEN_PER_MINUTE", "3000"))  # requests of one token
+AWP_RATE_LIMIT_ADDRESS_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_ADDRESS_PER_MINUTE", "6000"))  # bearer requests of one address
+AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE", "30"))  # bad tokens, one address
+AWP_RATE_LIMIT_LOGIN_ADDRESS_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_LOGIN_ADDRESS_PER_MINUTE", "20"))
+AWP_RATE_LIMIT_LOGIN_USER_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_LOGIN_USER_PER_MINUTE", "10"))
 AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
 # "required" when an embedding worker (awp_embed --loop) serves this deployment (awp_serve sets it): a worker
 # that stops is then reported by /healthz and semantic search answers 503 embedding_worker_down, rather than

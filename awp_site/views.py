@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from awp_site.ratelimit import hit
+from awp_site.ratelimit import hit, per_minute
 from experiments.watch_health import watcher_reports
 
 
@@ -87,7 +87,10 @@ class RateLimitedLoginView(auth_views.LoginView):
     def post(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
         client = request.META.get("REMOTE_ADDR", "?")
         username = (request.POST.get("username") or "").lower()[:150]
-        waits = [hit(f"login-ip:{client}", limit=20, per_seconds=60), hit(f"login-user:{username}", limit=10, per_seconds=60)]
+        waits = [
+            hit(f"login-ip:{client}", limit=per_minute("AWP_RATE_LIMIT_LOGIN_ADDRESS_PER_MINUTE"), per_seconds=60),
+            hit(f"login-user:{username}", limit=per_minute("AWP_RATE_LIMIT_LOGIN_USER_PER_MINUTE"), per_seconds=60),
+        ]
         wait = max((w for w in waits if w is not None), default=None)
         if wait is not None:
             response = self.render_to_response(
