@@ -270,9 +270,9 @@ def experiment_charts(experiment: Experiment, limit: int = 2000) -> ExperimentCh
             losses[task].append(Point(when, run.loss, label, mark, f"status-{run.status}"))
     runs_chart = line_chart(
         [Series(t, tuple(ps)) for t, ps in sorted(durations.items())],
-        title="Runs over time: duration by start, coloured by status (BEST marked)", x_label="started (UTC)", y_label="duration (s)", x_format=_date, show_lines=False, x_pad=3600,
+        title="Runs over time: duration by start, coloured by status (BEST marked)", x_label="started (UTC)", y_label="duration (s)", x_format=_date, x_time=True, show_lines=False, x_pad=3600,
     )
-    loss_chart = line_chart([Series(t, tuple(ps)) for t, ps in sorted(losses.items())], title="Loss per task (BEST marked)", x_label="started (UTC)", y_label="loss", x_format=_date, x_pad=3600)
+    loss_chart = line_chart([Series(t, tuple(ps)) for t, ps in sorted(losses.items())], title="Loss per task (BEST marked)", x_label="started (UTC)", y_label="loss", x_format=_date, x_time=True, x_pad=3600)
     return ExperimentCharts(runs_chart, loss_chart, review_flow(experiment), len(runs))
 
 
@@ -292,7 +292,7 @@ def review_flow(experiment: Experiment, days: int = 60) -> Chart:
         Series(name, tuple(Point(x_of[d], float(counts.get(d, 0)), f"{d.isoformat()} · {counts.get(d, 0)} {name}") for d in all_days))
         for name, counts in per_day.items()
     ]
-    return line_chart(series if all_days else [], title="Review queue flow per day", x_label="day (UTC)", y_label="items per day", x_format=_day, x_pad=86400)
+    return line_chart(series if all_days else [], title="Review queue flow per day", x_label="day (UTC)", y_label="items per day", x_format=_day, x_time=True, x_pad=86400)
 
 
 # The run as a graph ------------------------------------------------------------------------------------
