@@ -70,3 +70,16 @@ def test_glossary_is_linked_from_the_help_menu_and_explains_the_words(experiment
     for word in ("Salience", "R13", "clawId", "Digest", "websearch", "substring"):
         assert word in body
     assert Client().get("/help/glossary/").status_code == 302  # login for every page
+
+
+def test_the_same_fact_found_in_two_tiers_is_one_result_naming_both():
+    from types import SimpleNamespace
+
+    from memory.views import _grouped
+
+    def view(tier: str, content: str) -> dict:  # type: ignore[type-arg]
+        return {"hit": SimpleNamespace(tier=tier, content=content, source=f"{tier}-src"), "html": content, "link": "#"}
+
+    grouped = _grouped([view("working", "42 is  even."), view("episodic", "42 is even."), view("long_term", "Something else.")])
+    assert [g["hit"].tier for g in grouped] == ["working", "long_term"]
+    assert [other["hit"].tier for other in grouped[0]["also"]] == ["episodic"]
