@@ -132,3 +132,15 @@ def test_the_first_page_follows_new_runs_and_other_pages_do_not(experiment, clie
 def test_a_bad_cursor_starts_from_the_top(experiment, client):
     bulk_runs(experiment, 10)
     assert ids_on(get(client, experiment, after="garbage~x"))[0] == "run-00009"
+
+
+def test_5000_runs_keep_the_page_light_and_the_queries_few(experiment, client):
+    bulk_runs(experiment, 5_000)
+    for params in ({}, {"q": "moon"}, {"sort": "tokens"}):
+        with CaptureQueriesContext(connection) as queries:
+            body = get(client, experiment, **params)
+        assert len(ids_on(body)) == 50
+        assert len(body.encode()) < 200_000, (params, len(body.encode()))  # was 1.3 MB at 2,010 runs
+        assert len(queries.captured_queries) < 25, [q["sql"][:80] for q in queries.captured_queries]
+    deep = get(client, experiment, after=next_link(get(client, experiment))["after"])
+    assert len(ids_on(deep)) == 50
