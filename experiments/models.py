@@ -10,6 +10,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
@@ -160,7 +162,12 @@ class Run(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [models.UniqueConstraint(fields=["experiment", "run_id"], name="run_id_unique_per_experiment")]
-        indexes = [models.Index(fields=["experiment", "status"]), models.Index(fields=["run_id"])]
+        indexes = [
+            models.Index(fields=["experiment", "status"]),
+            models.Index(fields=["run_id"]),
+            # The Runs tab's default order (experiments/run_list.py): a keyset page reads its 50 rows from here.
+            models.Index(F("experiment"), Coalesce("started_at", "created_at"), F("id"), name="run_list_started", condition=Q(parent__isnull=True)),
+        ]
 
     def __str__(self) -> str:
         return self.run_id

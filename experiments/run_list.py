@@ -33,6 +33,8 @@ _DURATION_SQL = (
     " - experiments_run.started_at), -1)"
 )
 
+_STARTED_SQL = "COALESCE(experiments_run.started_at, experiments_run.created_at)"
+
 SORTS = {"started": "Started", "duration": "Duration", "iterations": "Iterations", "tokens": "Tokens"}
 
 
@@ -93,7 +95,13 @@ def runs_page(experiment: Experiment, *, q: str = "", status: str = "", sort: st
     cursor = decode_cursor(sort, before if backwards else after) if (before or after) else None
     # Reading backwards (the page before `before`) is reading forwards in the opposite order, then reversing.
     newest_first = descending != backwards
-    if cursor is not None:
+    if cursor is not None and sort == "started":
+        # A row comparison, which Postgres reads as a range of the run_list_started index (an OR of two
+        # comparisons is a filter over every row before the cursor).
+        key, pk = cursor
+        op = "<" if newest_first else ">"
+        runs = runs.extra(where=[f"({_STARTED_SQL}, experiments_run.id) {op} (%s, %s)"], params=[key, pk])  # noqa: S610 - no user text in the SQL
+    elif cursor is not None:
         key, pk = cursor
         if newest_first:
             runs = runs.filter(Q(sort_key__lt=Value(key)) | Q(sort_key=Value(key), pk__lt=pk))
