@@ -131,3 +131,18 @@ def test_the_package_imports_without_django_or_requests() -> None:
     src = str(Path(awp_memory_client.__file__).resolve().parents[1])
     code = "import sys, awp_memory_client; assert 'django' not in sys.modules and 'requests' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": src})
+
+
+def test_a_server_that_is_down_is_retried_then_reported() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    slept: list[float] = []
+    client = IngestClient(f"http://127.0.0.1:{port}", token="t", run_id="r", retries=2, backoff=0.01, sleep=slept.append)
+    client.send("run.start", {})
+    with pytest.raises(OSError):
+        client.flush()
+    assert len(slept) == 2
+    client.close()  # the failed batch left the buffer: nothing more to send

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import http.client
 import json
 import threading
 import time
@@ -79,7 +80,7 @@ class Transport:
                     # The server said when: waiting less only earns another 429.
                     self.sleep(retry_after_seconds(refused.headers, payload, default=1.0, cap=self.max_retry_after))
                     continue
-            except (urllib.error.URLError, TimeoutError, ConnectionError):
+            except (OSError, http.client.HTTPException):  # refused, reset, timed out, cut short: the server may be restarting
                 if attempt == self.retries:
                     raise
             # Exponential backoff with a little deterministic jitter per body.
