@@ -44,7 +44,7 @@ def health_report() -> dict[str, Any]:
     body["embedding"] = embedding_health(database_ok=body["database"] == "ok")
     body["watchers"] = watcher_reports()
     degraded = []
-    if body["embedding"]["required"] and body["embedding"]["socket"] != "answering":
+    if body["embedding"]["enabled"] and body["embedding"]["required"] and body["embedding"]["socket"] != "answering":
         degraded.append("embedding_worker")
     degraded += [f"watcher:{w['folder']}" for w in body["watchers"] if not w["running"] or w.get("error")]
     body["degraded"] = degraded

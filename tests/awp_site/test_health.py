@@ -108,3 +108,9 @@ def test_status_page_is_for_owners(data_dir):
     client.force_login(owner)
     body = client.get("/status/").content.decode()
     assert "Embedding worker" in body and "Folder watchers" in body and "Degraded: embedding_worker" in body
+
+
+def test_a_disabled_semantic_tier_is_not_a_degraded_worker(client, data_dir, settings):
+    settings.AWP_EMBEDDER = "none"
+    body = client.get("/healthz").json()
+    assert body["embedding"]["enabled"] is False and body["degraded"] == []
