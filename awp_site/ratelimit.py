@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from django.conf import settings
 from django.core.cache import cache
 
 from awp_site.apierrors import ApiError
@@ -16,7 +17,9 @@ class RateLimited(Exception):
 
 
 def hit(key: str, *, limit: int, per_seconds: int) -> int | None:
-    """Count one attempt under key; return seconds to wait when over the limit, else None."""
+    """Count one attempt under key; return seconds to wait when over the limit, else None (limit 0: no limit)."""
+    if limit <= 0:
+        return None
     window = int(time.time() // per_seconds)
     cache_key = f"rl:{key}:{window}"
     if cache.add(cache_key, 1, timeout=per_seconds + 1):
@@ -32,8 +35,14 @@ def hit(key: str, *, limit: int, per_seconds: int) -> int | None:
     return None
 
 
-def check_rate(key: str, *, limit: int, per_seconds: int) -> None:
-    """Raise a 429 ApiError when key is over its limit."""
+def check_rate(key: str, *, limit: int, per_seconds: int, setting: str = "") -> None:
+    """Raise a 429 ApiError (answered with Retry-After) when key is over its limit; `setting` names the knob."""
     wait = hit(key, limit=limit, per_seconds=per_seconds)
     if wait is not None:
-        raise ApiError(429, "rate_limited", f"Too many requests; try again in {wait} s.", retry_after=wait)
+        knob = f" (at most {limit} per {per_seconds} s: {setting})" if setting else ""
+        raise ApiError(429, "rate_limited", f"Too many requests{knob}; try again in {wait} s.", retry_after=wait)
+
+
+def per_minute(setting: str) -> int:
+    """A rate limit from settings (AWP_RATE_LIMIT_*), read per call so tests and operators can change it."""
+    return int(getattr(settings, setting))

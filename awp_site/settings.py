@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "ninja",  # /api/v1/docs from the Swagger UI files in django-ninja's wheel (served here: offline, under the CSP)
     "experiments",
     "state",
     "memory",
@@ -180,7 +181,17 @@ AWP_OTEL_SEND = os.environ.get("AWP_OTEL_SEND", "auto").lower() != "off" and boo
     os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 )
 AWP_OTEL_SERVICE_NAME = os.environ.get("OTEL_SERVICE_NAME", "awp-memory")
+# Rate limits, per minute (0 turns one off); over a limit the answer is 429 with Retry-After (README, Rate limits).
+AWP_RATE_LIMIT_TOKEN_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_TOKEN_PER_MINUTE", "3000"))  # requests of one token
+AWP_RATE_LIMIT_ADDRESS_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_ADDRESS_PER_MINUTE", "6000"))  # bearer requests of one address
+AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE", "30"))  # bad tokens, one address
+AWP_RATE_LIMIT_LOGIN_ADDRESS_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_LOGIN_ADDRESS_PER_MINUTE", "20"))
+AWP_RATE_LIMIT_LOGIN_USER_PER_MINUTE = int(os.environ.get("AWP_RATE_LIMIT_LOGIN_USER_PER_MINUTE", "10"))
 AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
+# "required" when an embedding worker (awp_embed --loop) serves this deployment (awp_serve sets it): a worker
+# that stops is then reported by /healthz and semantic search answers 503 embedding_worker_down, rather than
+# loading the model into a web process. "optional" (default): with no worker, a process loads the model itself.
+AWP_EMBED_WORKER = os.environ.get("AWP_EMBED_WORKER", "optional")
 AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
 # Credential nouns and their short forms; pass, pw, auth, session, cookie, otp, pin and bearer count only as a

@@ -10,6 +10,8 @@ handler500 = "awp_site.views.server_error"
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    path("help/glossary/", views.glossary, name="glossary"),
+    path("status/", views.status_page, name="status"),
     path("login/", views.RateLimitedLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

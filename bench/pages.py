@@ -1,12 +1,12 @@
-"""Server time of the pages people open most, with 100k events and 10k proposals in the database.
+"""Server time of the pages people open most, with 100k events, 10k proposals and 10k runs in the database.
 
 Django's test client in this process (no network), warm (a few unmeasured requests first), logged in as the
 experiment's owner. Prints p50/p95/p99 and the SQL query count of each page, and the baseline: the same
 pages for an experiment with a tiny run (10 events, 10 proposals) in the same run, so the table shows what
 the data volume costs.
 
-    python bench/pages.py            # 100k events, 10k proposals, 50 timed requests per page
-    python bench/pages.py --quick    # 20k events, 2k proposals, 20 timed requests per page
+    python bench/pages.py            # 100k events, 10k proposals, 10k runs, 50 timed requests per page
+    python bench/pages.py --quick    # 20k events, 2k proposals, 10k runs, 20 timed requests per page
 """
 
 from __future__ import annotations
@@ -88,6 +88,49 @@ def seed(slug: str, *, events: int, proposals: int) -> tuple[Any, Any, Any]:
     return experiment, run, user
 
 
+def seed_runs(experiment: Any, n: int) -> None:
+    """Top up the experiment to `n` runs (a tenth with a sub-manager run), as an experiment with months of runs."""
+    from datetime import UTC, datetime, timedelta
+
+    from experiments.models import Run
+
+    have = Run.objects.filter(experiment=experiment).count()
+    if have >= n:
+        return
+    started = time.perf_counter()
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    roots = [
+        Run(
+            experiment=experiment, run_id=f"bench-run-{i:06d}", status=("complete", "partial", "failed")[i % 3], reason="done",
+            started_at=t0 + timedelta(minutes=20 * i), ended_at=t0 + timedelta(minutes=20 * i, seconds=30 + (i * 37) % 5000),
+            iterations=i % 23, budget_used={"tokens": {"consumed": (i * 7919) % 250_000, "max": 250_000}},
+            task_text=("summarise the tide tables" if i % 4 == 0 else "collect facts about 42"), last_seq=0,
+        )
+        for i in range(have, n - n // 10)
+    ]  # fmt: skip
+    Run.objects.bulk_create(roots, batch_size=2000)
+    parents = list(Run.objects.filter(experiment=experiment, run_id__startswith="bench-run-").order_by("pk")[: n // 10])
+    children = [
+        Run(experiment=experiment, run_id=f"{p.run_id}-sub", parent=p, depth=1, parent_worker="sub_research", status="complete",
+            started_at=p.started_at, ended_at=p.ended_at, iterations=2)
+        for p in parents
+    ]  # fmt: skip
+    Run.objects.bulk_create(children[: max(0, n - Run.objects.filter(experiment=experiment).count())], batch_size=2000)
+    print(f"seeded {Run.objects.filter(experiment=experiment).count():,} runs in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def deep_runs_cursor(experiment: Any, position: int) -> str:
+    """The keyset cursor of the Runs tab after `position` newest top-level runs (page position/50 + 1)."""
+    from django.db.models import F
+    from django.db.models.functions import Coalesce
+
+    from experiments import run_list
+
+    runs = experiment.runs.filter(parent__isnull=True).annotate(sort_key=Coalesce(F("started_at"), F("created_at")))
+    run = runs.order_by("-sort_key", "-pk")[position - 1]
+    return run_list.encode_cursor("started", run)
+
+
 def measure(client: Any, url: str, repeat: int, *, cold: bool = False, **headers: str) -> tuple[dict[str, float], int, int]:
     """(latency summary, SQL queries of one request, response bytes); cold: as the first view after an ingest."""
     from django.db import connection
@@ -116,10 +159,18 @@ def forget_run_heads() -> None:
 
 def pages_for(experiment: Any, run: Any) -> list[tuple[str, str, dict[str, str], bool]]:
     """(name, url, headers, cold): cold pages are measured as the first view after an ingest."""
+    from urllib.parse import quote
+
     base = f"/experiments/{experiment.slug}"
+    total = experiment.runs.filter(parent__isnull=True).count()
+    deep = quote(deep_runs_cursor(experiment, min(total, 5_000)))
     return [
         ("experiment page (Protocol)", f"{base}/protocol/", {}, False),
-        ("Runs tab", f"{base}/runs/", {}, False),
+        ("experiment Overview", f"{base}/", {}, False),
+        ("Runs tab (first page, charts)", f"{base}/runs/", {}, False),
+        ("Runs tab, page 101 (keyset, htmx)", f"{base}/runs/?after={deep}", {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "run-list"}, False),
+        ("Runs tab, search task words (htmx)", f"{base}/runs/?q=tide+tables", {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "run-list"}, False),
+        ("Runs tab, sorted by tokens (htmx)", f"{base}/runs/?sort=tokens", {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "run-list"}, False),
         ("run page (Timeline, charts, graph)", f"{base}/runs/{run.pk}/", {}, False),
         # A live run moves its head with every event: its charts, graph and worker filter are read again.
         ("run page, first view at a new head", f"{base}/runs/{run.pk}/", {}, True),
@@ -133,6 +184,7 @@ def pages_for(experiment: Any, run: Any) -> list[tuple[str, str, dict[str, str],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="20k events, 2k proposals, 20 requests per page")
+    parser.add_argument("--runs", type=int, default=10_000, help="runs in the big experiment (Runs tab)")
     args = parser.parse_args()
     events, proposals, repeat = (20_000, 2_000, 20) if args.quick else (100_000, 10_000, 50)
     setup_django("pages")
@@ -141,8 +193,9 @@ def main() -> None:
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     slug = SLUG if not args.quick else f"{SLUG}-quick"
-    print(f"# bench/pages.py · {machine()} · {events:,} events, {proposals:,} proposals, {repeat} timed requests per page · {load_average()}")
+    print(f"# bench/pages.py · {machine()} · {events:,} events, {proposals:,} proposals, {args.runs:,} runs, {repeat} timed requests per page · {load_average()}")
     big_experiment, big_run, user = seed(slug, events=events, proposals=proposals)
+    seed_runs(big_experiment, args.runs)
     small_experiment, small_run, _ = seed(SMALL_SLUG, events=10, proposals=10)
     from experiments.models import Membership
 

@@ -129,6 +129,7 @@ def line_chart(
     x_format: Callable[[float], str] = fmt_number,
     y_format: Callable[[float], str] = fmt_number,
     integer_x: bool = False,
+    x_time: bool = False,
     show_lines: bool = True,
     x_pad: float = 1.0,
     width: int = WIDTH,
@@ -148,6 +149,8 @@ def line_chart(
         x_low, x_high = math.floor(min(xs)), math.ceil(max(xs))
         if x_low == x_high:
             x_low, x_high = x_low - 1, x_high + 1
+    if x_time:
+        x_low, x_high, x_step = time_range(min(xs) - (x_pad if min(xs) == max(xs) else 0), max(xs) + (x_pad if min(xs) == max(xs) else 0))
     y_low, y_high, y_step = nice_range(*(y_range if y_range else (min(ys), max(ys))))
     if y_range:
         y_low, y_high = min(y_range[0], min(ys)), max(y_range[1], max(ys))
@@ -159,7 +162,9 @@ def line_chart(
     def py(y: float) -> float:
         return round(bottom - (y - y_low) / (y_high - y_low) * (bottom - top), 1)
 
-    chart.x_ticks = [Tick(px(v), x_format(v)) for v in _ticks(x_low, x_high, x_step)]
+    x_values = _ticks(x_low, x_high, x_step)
+    label = time_labeller(x_values, x_step) if x_time else x_format
+    chart.x_ticks = _distinct_labels([Tick(px(v), label(v)) for v in x_values])
     chart.y_ticks = [Tick(py(v), y_format(v)) for v in _ticks(y_low, y_high, y_step)]
     for index, s in enumerate(series):
         kept = sorted((p for p in s.points if math.isfinite(p.x) and math.isfinite(p.y)), key=lambda p: p.x)
@@ -167,6 +172,35 @@ def line_chart(
         chart.lines.append(Line(s.name, index, " ".join(f"{d.cx},{d.cy}" for d in dots), dots))
     chart.rows = _rows(series, x_format, y_format)
     return chart
+
+
+# Steps a time axis may take (seconds): calendar units, so ticks fall on whole minutes, hours and days.
+TIME_STEPS = (60, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400)
+
+
+def time_range(low: float, high: float, target: int = 6) -> tuple[float, float, float]:
+    """(low, high, step) of a UTC time axis: the smallest calendar step giving at most `target` intervals."""
+    span = max(high - low, 60.0)
+    step = next((s for s in TIME_STEPS if span / s <= target), float(math.ceil(span / target / 86400) * 86400))
+    return math.floor(low / step) * step, math.ceil(high / step) * step, float(step)
+
+
+def time_labeller(values: list[float], step: float) -> Callable[[float], str]:
+    """Tick labels that say each thing once: days for day steps, hours for ticks within one day, both otherwise."""
+    from datetime import UTC, datetime
+
+    days = {datetime.fromtimestamp(v, tz=UTC).date() for v in values}
+    pattern = "%Y-%m-%d" if step >= 86400 else ("%H:%M" if len(days) == 1 else "%m-%d %H:%M")
+    return lambda v: datetime.fromtimestamp(v, tz=UTC).strftime(pattern)
+
+
+def _distinct_labels(ticks: list[Tick]) -> list[Tick]:
+    """Drop a tick whose label repeats the previous one (a day label on every 6-hour tick said nothing new)."""
+    out: list[Tick] = []
+    for tick in ticks:
+        if not out or out[-1].label != tick.label:
+            out.append(tick)
+    return out
 
 
 def _ticks(low: float, high: float, step: float) -> list[float]:
@@ -205,8 +239,10 @@ def svg_markup(chart: Chart, chart_id: str) -> str:
     ]
     for t in chart.y_ticks:
         out.append(f'<line class="grid" x1="{left}" x2="{right}" y1="{t.at}" y2="{t.at}"/><text x="{left - 6}" y="{t.at}" text-anchor="end" dominant-baseline="middle">{_e(t.label)}</text>')
-    for t in chart.x_ticks:
-        out.append(f'<line class="tick" x1="{t.at}" x2="{t.at}" y1="{bottom}" y2="{bottom + 4}"/><text x="{t.at}" y="{bottom + 16}" text-anchor="middle">{_e(t.label)}</text>')
+    for i, t in enumerate(chart.x_ticks):
+        # The outermost labels lean inwards: centred on the plot's edge, half of the last one was cut off.
+        anchor = "end" if i == len(chart.x_ticks) - 1 and t.at >= right - 40 else "start" if i == 0 and t.at <= left + 40 else "middle"
+        out.append(f'<line class="tick" x1="{t.at}" x2="{t.at}" y1="{bottom}" y2="{bottom + 4}"/><text x="{t.at}" y="{bottom + 16}" text-anchor="{anchor}">{_e(t.label)}</text>')
     out.append(f'<line class="frame" x1="{left}" x2="{left}" y1="{top}" y2="{bottom}"/><line class="frame" x1="{left}" x2="{right}" y1="{bottom}" y2="{bottom}"/>')
     out.append(f'<text class="axis-label" x="{right}" y="{chart.height - 4}" text-anchor="end">{_e(chart.x_label)}</text><text class="axis-label" x="4" y="12">{_e(chart.y_label)}</text></g>')
     for line in chart.lines:

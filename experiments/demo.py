@@ -2,12 +2,17 @@
 
 The copies keep the recorded run's times: each file's mtime is when the run wrote it (from the run's own records),
 so the demo run's Timeline never mixes the replay's clock with the record's.
+
+A replay may take a new run id (`as_run`): every path and text naming the recorded run names the new one, and each
+digest is renamed by the SHA-256 of its rewritten record, so the copy is a run of its own that ingest accepts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +23,24 @@ from experiments.awp.tail import parse_lines
 from experiments.awp.timing import Read, stamp
 
 DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
+RECORDED_RUN = "2026-11-22_00-29-15_3992cbc1"
+
+
+def new_run_id() -> str:
+    """A run id of the recorded run's shape (its start time kept, a new suffix): the runtime's own format."""
+    return f"{RECORDED_RUN.rsplit('_', 1)[0]}_{secrets.token_hex(4)}"
+
+
+def as_run(rel: str, data: bytes, run_id: str) -> tuple[str, bytes]:
+    """The file `rel` with contents `data` as the run `run_id` would have written it."""
+    if run_id == RECORDED_RUN:
+        return rel, data
+    rel, data = rel.replace(RECORDED_RUN, run_id), data.replace(RECORDED_RUN.encode(), run_id.encode())
+    if "/digest/" in rel and rel.endswith(".json"):
+        record = json.loads(data)
+        sha = hashlib.sha256(json.dumps(record, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        rel = f"{rel.rsplit('/', 1)[0]}/{sha}.json"
+    return rel, data
 
 
 def replay_plan() -> list[str]:
@@ -56,9 +79,9 @@ def _write_atomic(path: Path, data: bytes, mtime: float) -> None:
     os.replace(tmp, path)
 
 
-def _append_missing_lines(source: Path, target: Path, upto: int, mtime: float) -> None:
-    """Make `target` hold the first `upto` lines of `source`, appending only what is missing (never rewriting)."""
-    lines = source.read_bytes().splitlines(keepends=True)[:upto]
+def _append_missing_lines(data: bytes, target: Path, upto: int, mtime: float) -> None:
+    """Make `target` hold the first `upto` lines of `data`, appending only what is missing (never rewriting)."""
+    lines = data.splitlines(keepends=True)[:upto]
     wanted = b"".join(lines)
     have = target.read_bytes() if target.exists() else b""
     if len(have) >= len(wanted) or not wanted.startswith(have):
@@ -69,25 +92,28 @@ def _append_missing_lines(source: Path, target: Path, upto: int, mtime: float) -
     os.utime(target, (mtime, mtime))
 
 
-def replay_demo(target: Path, *, delay: float = 0.4, should_stop: Callable[[], bool] = lambda: False) -> int:
-    """Copy the recorded run into `target` step by step; files already there unchanged are skipped. Returns steps done."""
+def replay_demo(target: Path, *, delay: float = 0.4, should_stop: Callable[[], bool] = lambda: False, run_id: str = RECORDED_RUN) -> int:
+    """Copy the recorded run into `target` step by step (as `run_id`); files already there unchanged are skipped.
+    Returns steps done."""
     plan = replay_plan()
+    copies = {rel: as_run(rel, (DEMO_DATA / "workflow" / rel).read_bytes(), run_id) for rel in plan}
     streams = [rel for rel in plan if rel.endswith(".jsonl")]
     files = [rel for rel in plan if not rel.endswith(".jsonl")]
-    totals = {rel: len((DEMO_DATA / "workflow" / rel).read_bytes().splitlines()) for rel in streams}
+    totals = {rel: len(copies[rel][1].splitlines()) for rel in streams}
     when = written_at()
     steps = 0
     for index, rel in enumerate(files, start=1):
         if should_stop():
             break
-        source, dest = DEMO_DATA / "workflow" / rel, target / rel
-        data = source.read_bytes()
+        dest_rel, data = copies[rel]
+        dest = target / dest_rel
         changed = not dest.exists() or dest.read_bytes() != data
         if changed:
             _write_atomic(dest, data, when[rel])
         # JSONL streams grow alongside the files, a few lines at a time, append-only as the runtime does.
         for stream in streams:
-            _append_missing_lines(DEMO_DATA / "workflow" / stream, target / stream, round(totals[stream] * index / len(files)), when[rel])
+            stream_rel, stream_data = copies[stream]
+            _append_missing_lines(stream_data, target / stream_rel, round(totals[stream] * index / len(files)), when[rel])
         if changed:
             steps += 1
             time.sleep(delay)

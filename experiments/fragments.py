@@ -79,13 +79,12 @@ def problem_rows(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
 
 
 def run_rows(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
-    runs = Run.objects.filter(experiment=experiment, pk__in=changed_run_ids)
+    """Changed runs' rows for the Runs tab: static/js/live.js replaces a row the page shows, and puts a new
+    top-level run on top when the page follows new runs (its first page, newest first, unfiltered)."""
+    runs = Run.objects.filter(experiment=experiment, pk__in=changed_run_ids).select_related("task", "experiment").order_by("created_at", "pk")
     best = set(experiment.tasks.exclude(best_run=None).values_list("best_run_id", flat=True))
-    out = []
-    for run in runs:
-        node = presenters.RunNode(run, is_best=run.pk in best)
-        out.append(render_to_string("experiments/_run_row.html", {"node": node, "indent": run.depth, "oob": True}))
-    return out
+    rows = [render_to_string("experiments/_run_row.html", {"node": presenters.RunNode(run, is_best=run.pk in best), "indent": run.depth}) for run in runs]
+    return [f'<tbody hx-swap-oob="afterbegin:#run-rows" data-live-upsert>{"".join(rows)}</tbody>'] if rows else []
 
 
 def experiment_row(experiment: Experiment, viewer: Viewer, changed_run_ids: list[int]) -> list[str]:
@@ -95,7 +94,9 @@ def experiment_row(experiment: Experiment, viewer: Viewer, changed_run_ids: list
     from experiments.views import pending_proposals
 
     row.pending_count = pending_proposals(row)
-    return [render_to_string("experiments/_experiment_row.html", {"e": row, "oob": True})]
+    # Wrapped like the run rows: a bare <tr> after another table section parses into an anonymous <tbody>.
+    html = render_to_string("experiments/_experiment_row.html", {"e": row})
+    return [f'<tbody hx-swap-oob="afterbegin:#experiment-rows" data-live-upsert>{html}</tbody>']
 
 
 def register() -> None:

@@ -10,8 +10,11 @@ from typing import Any
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 from experiments.awp.timing import TS_SOURCES
 
@@ -62,6 +65,11 @@ class Experiment(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("experiments:detail", args=[self.slug])
+
+    @cached_property
+    def running_run_count(self) -> int:
+        """Runs still running: the experiment's own status is what its protocol says, not what its runs do."""
+        return self.runs.filter(status=Run.Status.RUNNING).count()
 
     def role_of(self, user: Any) -> str | None:
         """The user's role here: owner for staff, else their membership role, else None."""
@@ -154,7 +162,12 @@ class Run(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [models.UniqueConstraint(fields=["experiment", "run_id"], name="run_id_unique_per_experiment")]
-        indexes = [models.Index(fields=["experiment", "status"]), models.Index(fields=["run_id"])]
+        indexes = [
+            models.Index(fields=["experiment", "status"]),
+            models.Index(fields=["run_id"]),
+            # The Runs tab's default order (experiments/run_list.py): a keyset page reads its 50 rows from here.
+            models.Index(F("experiment"), Coalesce("started_at", "created_at"), F("id"), name="run_list_started", condition=Q(parent__isnull=True)),
+        ]
 
     def __str__(self) -> str:
         return self.run_id
@@ -165,6 +178,24 @@ class Run(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status != Run.Status.RUNNING
+
+    @property
+    def tokens_consumed(self) -> int | float | None:
+        """Tokens used so far, from the latest budget snapshot (None when the runtime reports none)."""
+        tokens = (self.budget_used or {}).get("tokens")
+        value = tokens.get("consumed") if isinstance(tokens, dict) else None
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    @cached_property
+    def shown_duration(self) -> float | None:
+        """Start to end; while running, start to its latest event's time, not to now: a replayed recording's run
+        started days ago by its own clock, and "now minus then" counted the days in between."""
+        if not self.started_at:
+            return None
+        if self.ended_at:
+            return (self.ended_at - self.started_at).total_seconds()
+        latest = self.events.filter(seq__lte=self.last_seq, occurred_at__isnull=False).order_by("-seq").values_list("occurred_at", flat=True).first()
+        return max(0.0, ((latest or self.started_at) - self.started_at).total_seconds())
 
     @property
     def duration_seconds(self) -> float | None:

@@ -44,8 +44,8 @@ class EventView:
 
     @property
     def ts_clock(self) -> str:
-        """The time of day in the current time zone, HH:MM:SS."""
-        return timezone.localtime(self.ts).strftime("%H:%M:%S") if self.ts else ""
+        """The date and time in the current time zone, YYYY-MM-DD HH:MM:SS (runs span days)."""
+        return timezone.localtime(self.ts).strftime("%Y-%m-%d %H:%M:%S") if self.ts else ""
 
 
 # Shown beside the Timeline's time when it was not in the record itself (experiments.awp.timing).

@@ -261,10 +261,14 @@ class ExperimentCharts:
 
 
 def experiment_charts(experiment: Experiment, limit: int = 2000) -> ExperimentCharts:
-    """Runs over time (duration, status, BEST per task), loss per task, and the review queue's flow per day."""
+    """Runs over time (duration, status, BEST per task), loss per task, and the review queue's flow per day.
+
+    The newest `limit` runs: an experiment with years of runs charts its recent ones (the Runs tab lists them all).
+    """
+    from experiments.humanize import human_duration
     from state.services_redaction import redact_text_for
 
-    runs = list(experiment.runs.select_related("task").order_by("created_at")[:limit])
+    runs = list(experiment.runs.select_related("task").order_by("-created_at", "-pk")[:limit])[::-1]  # the newest, oldest first
     best = set(experiment.tasks.exclude(best_run=None).values_list("best_run_id", flat=True))
     durations: dict[str, list[Point]] = defaultdict(list)
     losses: dict[str, list[Point]] = defaultdict(list)
@@ -274,16 +278,16 @@ def experiment_charts(experiment: Experiment, limit: int = 2000) -> ExperimentCh
         when = _epoch(run.started_at) or _epoch(run.created_at) or 0.0
         seconds = run.duration_seconds
         mark = "best" if run.pk in best else ""
-        shown = f"{seconds:.1f} s" if seconds is not None else "running"
+        shown = human_duration(seconds) if seconds is not None else "running"
         label = f"{name} · {task} · {run.status} · {shown}" + (f" · loss {run.loss:.4g}" if run.loss is not None else "") + (" · BEST" if mark else "")
         durations[task].append(Point(when, seconds if seconds is not None else 0.0, label, mark, f"status-{run.status}"))
         if run.loss is not None:
             losses[task].append(Point(when, run.loss, label, mark, f"status-{run.status}"))
     runs_chart = line_chart(
         [Series(t, tuple(ps)) for t, ps in sorted(durations.items())],
-        title="Runs over time: duration by start, coloured by status (BEST marked)", x_label="started (UTC)", y_label="duration (s)", x_format=_date, show_lines=False, x_pad=3600,
+        title="Runs over time: duration by start, coloured by status (BEST marked)", x_label="started (UTC)", y_label="duration (s)", x_format=_date, x_time=True, show_lines=False, x_pad=3600,
     )
-    loss_chart = line_chart([Series(t, tuple(ps)) for t, ps in sorted(losses.items())], title="Loss per task (BEST marked)", x_label="started (UTC)", y_label="loss", x_format=_date, x_pad=3600)
+    loss_chart = line_chart([Series(t, tuple(ps)) for t, ps in sorted(losses.items())], title="Loss per task (BEST marked)", x_label="started (UTC)", y_label="loss", x_format=_date, x_time=True, x_pad=3600)
     return ExperimentCharts(runs_chart, loss_chart, review_flow(experiment), len(runs))
 
 
@@ -303,7 +307,7 @@ def review_flow(experiment: Experiment, days: int = 60) -> Chart:
         Series(name, tuple(Point(x_of[d], float(counts.get(d, 0)), f"{d.isoformat()} · {counts.get(d, 0)} {name}") for d in all_days))
         for name, counts in per_day.items()
     ]
-    return line_chart(series if all_days else [], title="Review queue flow per day", x_label="day (UTC)", y_label="items per day", x_format=_day, x_pad=86400)
+    return line_chart(series if all_days else [], title="Review queue flow per day", x_label="day (UTC)", y_label="items per day", x_format=_day, x_time=True, x_pad=86400)
 
 
 # The run as a graph ------------------------------------------------------------------------------------

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
 from django.views.decorators.http import require_GET
 
-from experiments import ledger_cache, presenters, run_charts
+from experiments import ledger_cache, presenters, run_charts, run_list, timeline_search
 from experiments.access import experiment_view
 from experiments.models import Event, Experiment, Run
 
 PAGE = 200
+CHART_RUNS = 500
 
 
 def render_run_tab(request: HttpRequest, experiment: Experiment, run: Run, template: str, context: dict[str, Any]) -> HttpResponse:
@@ -38,52 +43,101 @@ def _int(value: str | None) -> int | None:
 @require_GET
 @experiment_view()
 def runs_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    """Runs newest first in keyset pages, searchable and sortable; the first page follows new runs live."""
     from experiments.views import render_tab
 
-    status = request.GET.get("status", "")
-    runs = experiment.runs.select_related("task").order_by("task__number", "created_at")
-    if status:
-        runs = runs.filter(status=status)
-    tasks = list(experiment.tasks.all())
-    best = {t.best_run_id for t in tasks if t.best_run_id}
-    groups = []
-    all_runs = list(runs[:2000])
-    for task in [*tasks, None]:
-        members = [r for r in all_runs if (r.task_id == (task.pk if task else None))]
-        if members or (task and not status):
-            groups.append({"task": task, "rows": presenters.flatten(presenters.run_forest(members, best))})
-    context = {"experiment": experiment, "groups": groups, "status": status, "statuses": Run.Status.choices, "tab": "runs", "experiment_charts": run_charts.experiment_charts(experiment)}
+    params = {key: request.GET.get(key, "").strip() for key in ("q", "status", "sort", "dir", "after", "before")}
+    sort = params["sort"] if params["sort"] in run_list.SORTS else "started"
+    descending = params["dir"] != "asc"
+    page = run_list.runs_page(
+        experiment, q=params["q"][:200], status=params["status"], sort=sort, descending=descending,
+        after=params["after"], before=params["before"],
+    )  # fmt: skip
+    best = set(experiment.tasks.exclude(best_run=None).values_list("best_run_id", flat=True))
+    rows = [(indent, presenters.RunNode(run, is_best=run.pk in best)) for indent, run in page.rows]
+    keep = {k: v for k, v in (("q", params["q"]), ("status", params["status"]), ("sort", sort if sort != "started" else ""), ("dir", "asc" if not descending else "")) if v}
+    context = {
+        "experiment": experiment, "tab": "runs", "rows": rows, "page": page, "filters": params, "sort": sort,
+        "descending": descending, "sorts": run_list.SORTS, "statuses": Run.Status.choices, "keep": urlencode(keep),
+        # New runs go on top only where they belong: the first page of the default order, unfiltered.
+        "follows_new_runs": page.is_first and sort == "started" and descending and not (params["q"] or params["status"]),
+    }  # fmt: skip
+    if request.htmx and request.htmx.target == "run-list":
+        return render(request, "experiments/runs_tab.html#run_list", context)
+    # Charts of the newest CHART_RUNS runs: thousands of points make a heavy page and an unreadable chart.
+    context["experiment_charts"] = run_charts.experiment_charts(experiment, limit=CHART_RUNS)
     return render_tab(request, "experiments/runs_tab.html", context)
 
 
 @require_GET
 @experiment_view()
 def run_detail(request: HttpRequest, experiment: Experiment, pk: int) -> HttpResponse:
-    """Timeline: events in seq order, filtered by kind / worker / iteration, in pages of PAGE from ?after=."""
+    """Timeline: events in seq order, filtered by kind / worker / iteration / payload text, in pages of PAGE.
+
+    A page starts after ?after= (forwards) or ends before ?before= (backwards: Previous, Newest); ?seq= and
+    ?at= (a date and time) jump to the page that starts there.
+    """
     run = _run(experiment, pk)
     kind, worker, iteration = request.GET.get("kind", ""), request.GET.get("worker", ""), _int(request.GET.get("iteration"))
-    after = max(0, _int(request.GET.get("after")) or 0)
-    events = run.events.filter(seq__gt=after)
+    text = request.GET.get("text", "").strip()[:200]
+    events = run.events.all()
     if kind:
         events = events.filter(kind__startswith=kind)
     if worker:
         events = events.filter(agent_id=worker)
     if iteration is not None:
         events = events.filter(iteration=iteration)
-    page = _timeline_page(run, events, after, is_filtered=bool(kind or worker or iteration is not None))
-    more = len(page) > PAGE
-    page = page[:PAGE]
+    is_filtered = bool(kind or worker or iteration is not None or text)
+    after, before, jump_error = _timeline_position(request, run, events)
+    if text:
+        page, has_older, has_newer = timeline_search.matching_page(experiment, events, text, after=after, before=before, size=PAGE)
+    elif before is not None:
+        older = list(events.filter(seq__lt=before).order_by("-seq")[: PAGE + 1])
+        page, has_older = older[:PAGE][::-1], len(older) > PAGE
+        has_newer = bool(page) and events.filter(seq__gt=page[-1].seq).exists()
+    else:
+        forward = _timeline_page(run, events.filter(seq__gt=after), after, is_filtered=is_filtered)
+        page, has_newer = forward[:PAGE], len(forward) > PAGE
+        has_older = bool(page) and (page[0].seq > 1 if not is_filtered else events.filter(seq__lt=page[0].seq).exists())
     context = {
         "run_tab": "timeline",
         "events": presenters.present_events(experiment, page),
-        "filters": {"kind": kind, "worker": worker, "iteration": "" if iteration is None else iteration},
-        "next_after": page[-1].seq if more else None,
+        "filters": {"kind": kind, "worker": worker, "iteration": "" if iteration is None else iteration, "text": text},
+        "next_after": page[-1].seq if page and has_newer else None,
+        "prev_before": page[0].seq if page and has_older else None,
+        "newest_before": run.last_seq + 1 if has_newer else None,
+        "jump_error": jump_error,
         "last_seq": page[-1].seq if page else after,
-        "is_live_tail": not more and not (kind or worker or iteration is not None),
+        "is_live_tail": not has_newer and not is_filtered,
         "kinds": ["run.", "iteration.", "worker.", "tool.call", "metric.", "board.post", "digest", "state.", "log"],
         "workers": _workers_of(run),
     }
     return render_run_tab(request, experiment, run, "experiments/run_detail.html", context)
+
+
+def _timeline_position(request: HttpRequest, run: Run, events: QuerySet[Event]) -> tuple[int, int | None, str]:
+    """(after, before, error) from ?after= / ?before= / ?seq= / ?at=; a jump past the end shows the newest page."""
+    seq, at = request.GET.get("seq", "").strip(), request.GET.get("at", "").strip()
+    if seq:
+        number = _int(seq)
+        if number is None or number < 1:
+            return 0, None, "A seq is a whole number from 1."
+        return (number - 1, None, "") if number <= run.last_seq else (0, run.last_seq + 1, f"The run has {run.last_seq} events; showing the newest.")
+    if at:
+        moment = parse_datetime(at) if "T" in at or " " in at else None
+        if moment is None:
+            day = parse_date(at)
+            moment = datetime.combine(day, datetime.min.time()) if day else None
+        if moment is None:
+            return 0, None, "A time looks like 2026-11-21 14:05 (UTC)."
+        if timezone.is_naive(moment):
+            moment = timezone.make_aware(moment, timezone.get_current_timezone())
+        first = events.filter(occurred_at__gte=moment).order_by("seq").values_list("seq", flat=True).first()
+        return (first - 1, None, "") if first is not None else (0, run.last_seq + 1, "No event at or after that time; showing the newest.")
+    before = _int(request.GET.get("before"))
+    if before is not None and before > 0:
+        return 0, before, ""
+    return max(0, _int(request.GET.get("after")) or 0), None, ""
 
 
 def _timeline_page(run: Run, events: QuerySet[Event], after: int, *, is_filtered: bool) -> list[Event]:

@@ -1,13 +1,17 @@
 from django.urls import path
 
-from experiments import compare_views, run_views, views
+from experiments import compare_views, connect_views, run_views, views
 
 app_name = "experiments"
 
 urlpatterns = [
     path("", views.experiment_list, name="list"),
     path("experiments/new", views.experiment_create, name="create"),
-    path("experiments/<slug:slug>/", views.experiment_detail, name="detail"),
+    path("experiments/<slug:slug>/", connect_views.overview_tab, name="detail"),
+    path("experiments/<slug:slug>/overview/", connect_views.overview_tab, name="overview"),
+    path("experiments/<slug:slug>/connect/", connect_views.connect_tab, name="connect"),
+    path("experiments/<slug:slug>/connect/tokens", connect_views.token_create, name="token-create"),
+    path("experiments/<slug:slug>/connect/tokens/<int:token_pk>/revoke", connect_views.token_revoke, name="token-revoke"),
     path("experiments/<slug:slug>/protocol/", views.protocol_tab, name="protocol"),
     path("experiments/<slug:slug>/runs/", run_views.runs_tab, name="runs"),
     path("experiments/<slug:slug>/runs/<int:pk>/", run_views.run_detail, name="run-detail"),

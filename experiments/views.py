@@ -82,14 +82,8 @@ def experiment_create(request: HttpRequest) -> HttpResponse:
     experiment.slug = slugify(experiment.name)[:80]
     experiment.save()
     Membership.objects.create(user=request.user, experiment=experiment, role=Membership.Role.OWNER)
-    messages.success(request, f"Created {experiment.name}.")
-    return redirect("experiments:protocol", slug=experiment.slug)
-
-
-@require_GET
-@experiment_view()
-def experiment_detail(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    return redirect("experiments:protocol", slug=experiment.slug)
+    messages.success(request, f"Created {experiment.name}. Connect it to your runtime below.")
+    return redirect("experiments:connect", slug=experiment.slug)
 
 
 @require_http_methods(["GET", "POST"])

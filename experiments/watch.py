@@ -113,6 +113,7 @@ def watch_folders(
     failures: dict[Path, int] = {}  # consecutive failed passes per folder
     not_before: dict[Path, float] = {}  # when a failed folder may be tried again
     recheck: dict[Path, float] = {}  # folder → when a file that was still settling must be read again
+    waiting: dict[Path, float] = {}  # folder → when its oldest change not yet read was seen (epoch)
     last_resync = last_lock_check = time.monotonic()
     try:
         while not should_stop():
@@ -142,10 +143,13 @@ def watch_folders(
                     if not locks.try_acquire(folder):
                         continue  # another watcher has it; try again later (it may die)
                     importers[folder] = FolderImporter(folder, experiment_slug=experiment_slug, source="watcher", final=False)
+                started = time.monotonic()
                 try:
                     stats = importers[folder].sync()
-                except Exception:  # a bad pass must not kill the watcher; the next pass retries from the cursors
+                except Exception as error:  # a bad pass must not kill the watcher; the next pass retries from the cursors
                     log.exception("watch pass failed for %s", folder)
+                    _report(folder, new_events=0, seconds=time.monotonic() - started, error=f"{type(error).__name__}: {error}",
+                            waiting_since=waiting.get(folder))  # fmt: skip
                     close_old_connections()
                     # Retry after 1, 2, 4 … 30 s: a lasting failure (schema not migrated) must not spin.
                     failures[folder] = failures.get(folder, 0) + 1
@@ -154,12 +158,26 @@ def watch_folders(
                 failures.pop(folder, None)
                 not_before.pop(folder, None)
                 dirty.discard(folder)
+                _report(folder, new_events=stats.new_events, seconds=time.monotonic() - started, waiting_since=waiting.pop(folder, None))
                 settle = importers[folder].recheck_at
                 if settle is not None:
                     recheck[folder] = settle
                 if on_pass:
                     on_pass(folder, stats.new_events)
-            dirty |= changes.wait(WAKE_SECONDS)
+            woken = changes.wait(WAKE_SECONDS)
+            for folder in woken:
+                waiting.setdefault(folder, time.time())  # the lag counts from the first change not yet read
+            dirty |= woken
     finally:
         changes.close()
         locks.close()
+
+
+def _report(folder: Path, **report: Any) -> None:
+    """The pass's heartbeat for /healthz; a full disk must not stop the watcher."""
+    from experiments.watch_health import record_pass
+
+    try:
+        record_pass(folder, **report)
+    except OSError:
+        log.warning("could not write the watcher report for %s", folder, exc_info=True)

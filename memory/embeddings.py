@@ -44,6 +44,40 @@ class EmbedderDisabled(RuntimeError):
     """Raised when something needs vectors but AWP_EMBEDDER=none."""
 
 
+def worker_required() -> bool:
+    """Whether this deployment runs an embedding worker (awp_serve starts one and says so): then a worker that
+    does not answer is reported, and semantic search says so, instead of loading the model into a web process."""
+    return str(getattr(settings, "AWP_EMBED_WORKER", "optional")).strip().lower() == "required"
+
+
+def worker_status(timeout: float = 2.0) -> dict[str, Any]:
+    """The embedding worker as /healthz reports it: {enabled, required, socket: answering | not answering |
+    absent, model_loaded}."""
+    status: dict[str, Any] = {"enabled": is_enabled(), "required": worker_required(), "socket": "absent", "model_loaded": None}
+    if _serving:
+        return {**status, "socket": "answering", "model_loaded": _model is not None}
+    path = socket_path()
+    if not status["enabled"] or not path.exists():
+        return status
+    result: dict[str, Any] = {}
+
+    def ask() -> None:
+        try:
+            with Client(str(path), family="AF_UNIX", authkey=socket_key()) as conn:
+                conn.send_bytes(b'{"status": 1}')
+                result.update(json.loads(conn.recv_bytes()))
+        except (OSError, EOFError, ValueError, AuthenticationError):
+            pass
+
+    # A worker busy embedding a batch answers after it: do not hold a health check longer than `timeout`.
+    thread = threading.Thread(target=ask, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not result:
+        return {**status, "socket": "not answering"}
+    return {**status, "socket": "answering", "model_loaded": bool(result.get("model_loaded"))}
+
+
 def embedder_name() -> str:
     """The configured embedder: "minilm" (default) or "none"."""
     return str(getattr(settings, "AWP_EMBEDDER", os.environ.get("AWP_EMBEDDER", "minilm"))).strip().lower()
@@ -143,6 +177,9 @@ def serve_model(should_stop: Callable[[], bool] = lambda: False) -> Callable[[],
             try:
                 with listener.accept() as conn:
                     texts = json.loads(conn.recv_bytes())
+                    if isinstance(texts, dict):  # a health probe (worker_status), not texts
+                        conn.send_bytes(json.dumps({"model_loaded": _model is not None, "pid": os.getpid()}).encode())
+                        continue
                     vectors = _load().encode([str(t) for t in texts]) if texts else np.zeros((0, DIMENSIONS))
                     conn.send_bytes(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
             except OSError:

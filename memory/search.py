@@ -118,6 +118,12 @@ def validate(request: SearchRequest) -> None:
         raise SearchRefused(
             400, "semantic_disabled", "Semantic search is disabled on this server (AWP_EMBEDDER=none); use keyword mode."
         )
+    if request.mode == "semantic" and embeddings.worker_required() and embeddings.worker_status()["socket"] != "answering":
+        raise SearchRefused(
+            503, "embedding_worker_down",
+            "The embedding worker is not running, so semantic search cannot answer right now. Start it with "
+            "`python manage.py awp_embed --loop` (make run starts it) or use keyword mode; /healthz shows its state.",
+        )  # fmt: skip
 
 
 def check_query(query: str, *, field: str = "query") -> None:

@@ -308,7 +308,7 @@ def search(request: HttpRequest, experiment: Experiment) -> HttpResponse:
             context["search_error"] = refused.message
         else:
             redactor = redactor_for(experiment)
-            context["hits"] = [_hit_view(experiment, hit, data["q"], redactor) for hit in result.hits]
+            context["hits"] = _grouped([_hit_view(experiment, hit, data["q"], redactor) for hit in result.hits])
             context["total"], context["strategy"] = result.total, result.strategy
     return _tab(request, experiment, "search", **context)
 
@@ -317,6 +317,20 @@ def _hit_view(experiment: Experiment, hit: memory_search.SearchHit, query: str, 
     # Masked before highlighting (a secret learnt after its chunk was stored is masked here), escaped first.
     content = redactor.text(hit.content)
     return {"hit": hit, "html": mark_safe(highlight(content, query)), "link": _source_link(experiment, hit)}
+
+
+def _grouped(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One result per text: the same fact found in several tiers (working and episodic) is shown once, at its
+    best rank, naming every place it was found."""
+    by_text: dict[str, dict[str, Any]] = {}
+    for view in views:
+        key = " ".join(str(view["hit"].content).split()).casefold()
+        first = by_text.get(key)
+        if first is None:
+            by_text[key] = {**view, "also": []}
+        else:
+            first["also"].append(view)
+    return list(by_text.values())
 
 
 def _source_link(experiment: Experiment, hit: memory_search.SearchHit) -> str:

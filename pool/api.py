@@ -11,7 +11,7 @@ from ninja.security import HttpBearer
 from awp_site.apierrors import ApiError
 from awp_site.auth import SessionUser
 from awp_site.jsonbody import parse_json_body
-from awp_site.ratelimit import check_rate
+from awp_site.ratelimit import check_rate, per_minute
 from experiments.models import hash_secret
 from pool import services
 from pool.models import Participant, PoolFactVersion, PoolProposal
@@ -24,10 +24,11 @@ class ParticipantBearer(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> Participant | None:
         client = request.META.get("REMOTE_ADDR", "?")
-        check_rate(f"claw-auth:{client}", limit=600, per_seconds=60)
+        check_rate(f"claw-auth:{client}", limit=per_minute("AWP_RATE_LIMIT_ADDRESS_PER_MINUTE"), per_seconds=60, setting="AWP_RATE_LIMIT_ADDRESS_PER_MINUTE")
         found = Participant.objects.filter(hashed_secret=hash_secret(token)).first()
         if found is None:
-            check_rate(f"claw-auth-fail:{client}", limit=30, per_seconds=60)
+            check_rate(f"claw-auth-fail:{client}", limit=per_minute("AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE"), per_seconds=60,
+                       setting="AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE")  # fmt: skip
         return found
 
 

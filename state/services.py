@@ -351,7 +351,8 @@ def state_at_seq(*, run: Run, seq: int | None = None) -> tuple[int, dict[str, An
 
 
 def agents_of(run: Run) -> list[str]:
-    """Agents that wrote state in this run plus those the sharing policy names (for the 'as seen by' selector)."""
+    """Agents that took part in this run (wrote state, or were spawned as workers): the 'as seen by' choices.
+    Agents the sharing policy names but that never ran here are not offered: their view would say nothing."""
     # A loose index scan: one index probe per distinct agent instead of reading every delta of a long run.
     with connection.cursor() as cursor:
         cursor.execute(
@@ -364,8 +365,13 @@ def agents_of(run: Run) -> list[str]:
             [run.pk, run.pk],
         )
         wrote = {row[0] for row in cursor.fetchall()}
-    named = state_settings(run.experiment.protocol).sharing.agents()
-    return sorted((wrote | named) - {"runtime"})
+    workers = set(run.events.filter(kind__in=["worker.spawn", "worker.complete"]).exclude(agent_id="").values_list("agent_id", flat=True).distinct()[:200])
+    return sorted((wrote | workers) - {"runtime", ""})
+
+
+def output_agents(run: Run) -> set[str]:
+    """Ids whose top-level state keys are agent outputs: the run's agents and those the sharing policy names."""
+    return set(agents_of(run)) | state_settings(run.experiment.protocol).sharing.agents()
 
 
 def view_as(*, run: Run, state: dict[str, Any], agent: str | None) -> dict[str, Any]:
@@ -373,8 +379,7 @@ def view_as(*, run: Run, state: dict[str, Any], agent: str | None) -> dict[str, 
     if not agent:
         return state
     policy = state_settings(run.experiment.protocol).sharing
-    agents = set(agents_of(run)) | {agent}
-    return view_for(state, agent, policy, agents)
+    return view_for(state, agent, policy, output_agents(run) | {agent})
 
 
 def path_history(*, run: Run, path: str) -> list[StateDelta]:

@@ -90,6 +90,7 @@ def state_context(run: Run, *, seq: int, state: dict[str, Any], agent: str, reve
         "raw_view": seen,
         "root": tree(shown),
         "is_empty": not shown,
+        "hidden_from_agent": bool(agent) and not shown and bool(state),
         "agent": agent,
         "agents": agents_of(run),
         "reveal": reveal,

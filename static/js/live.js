@@ -44,21 +44,51 @@
     return current;
   };
 
-  // Appended rows (beforeend/afterbegin) already on the page are dropped, so a reconnect never duplicates.
+  // Where a fragment goes: the selector after "how:", else the element with the fragment's own id.
+  function oobTarget(oob) {
+    var how = oob.getAttribute("hx-swap-oob") || "true";
+    var colon = how.indexOf(":");
+    if (colon >= 0) return document.querySelector(how.slice(colon + 1));
+    return oob.id ? document.getElementById(oob.id) : null;
+  }
+
+  // Rows of a changed run (Runs tab): replace the row the page shows; a new top-level run goes on top only
+  // where the list says it follows new runs (data-live-new="top": first page, newest first, unfiltered).
+  function upsertRows(oob, target) {
+    Array.prototype.slice.call(oob.children).forEach(function (row) {
+      var existing = row.id ? document.getElementById(row.id) : null;
+      if (existing) {
+        existing.replaceWith(row);
+        htmx.process(row);
+      } else if (target.getAttribute("data-live-new") === "top" && row.getAttribute("data-depth") === "0") {
+        target.querySelectorAll("tr.empty").forEach(function (empty) { empty.remove(); });
+        target.insertBefore(row, target.firstChild);
+        htmx.process(row);
+      }
+    });
+  }
+
+  // Frames carry every fragment of the run or experiment; a page keeps those it has a target for and ignores
+  // the rest quietly (htmx would log an error for each). Appended rows already on the page are dropped, so a
+  // reconnect never duplicates.
   htmx.defineExtension("awp-live", {
     transformResponse: function (text) {
       if (text.indexOf("hx-swap-oob") < 0) return text;
       var tpl = document.createElement("template");
       tpl.innerHTML = text;
-      var dropped = false;
-      tpl.content.querySelectorAll("[hx-swap-oob]").forEach(function (oob) {
+      var changed = false;
+      Array.prototype.slice.call(tpl.content.children).forEach(function (oob) {
+        if (!oob.hasAttribute("hx-swap-oob")) { oob.remove(); changed = true; return; } // nowhere to go
+        var target = oobTarget(oob);
+        if (!target) { oob.remove(); changed = true; return; }
+        if (oob.hasAttribute("data-live-upsert")) { upsertRows(oob, target); oob.remove(); changed = true; return; }
         var how = oob.getAttribute("hx-swap-oob") || "";
         if (!/^(beforeend|afterbegin|beforebegin|afterend)/.test(how)) return;
         oob.querySelectorAll("[id]").forEach(function (row) {
-          if (document.getElementById(row.id)) { row.remove(); dropped = true; }
+          if (document.getElementById(row.id)) { row.remove(); changed = true; }
         });
       });
-      return dropped ? tpl.innerHTML : text;
+      return changed ? tpl.innerHTML : text;
     }
   });
 

@@ -20,7 +20,7 @@ def test_login_list_create_and_switch_tabs(asgi_server, page):
     page.fill("input[name=name]", "Browser made")
     page.fill("textarea[name=goal]", "Made by a real browser.")
     page.click("details.create button[type=submit]")
-    page.wait_for_url("**/experiments/browser-made/protocol/")
+    page.wait_for_url("**/experiments/browser-made/connect/")
     assert page.locator("h1").inner_text().strip().endswith("Browser made")
 
     page.click("nav.tabs >> text=Runs")

@@ -18,6 +18,6 @@ MOMENTS = [
 
 @pytest.mark.parametrize("moment", MOMENTS)
 def test_row_times_print_what_the_date_filter_printed(moment):
-    template = engines["django"].from_string("{{ ts|date:'c' }}|{{ ts|date:\"H:i:s\" }}")
+    template = engines["django"].from_string("{{ ts|date:'c' }}|{{ ts|date:\"Y-m-d H:i:s\" }}")
     view = EventView(1, "log", "", None, 0, moment, "record", "", "{}")
     assert f"{view.ts_iso}|{view.ts_clock}" == template.render({"ts": moment})

@@ -123,7 +123,7 @@ def test_live_fragments_render_new_rows_header_and_run_rows(imported, viewer):
     assert 'id="run-header" hx-swap-oob="true"' in html and 'beforeend:#board-rows' in html and "beforeend:#digest-list" in html
     assert "sk-SECRET" not in html
     rows = "".join(render_experiment_fragments(imported.experiment, Viewer(viewer, "viewer"), [imported.pk]))
-    assert f'id="run-row-{imported.pk}"' in rows and f'id="experiment-row-{imported.experiment.pk}" hx-swap-oob="true"' in rows
+    assert f'id="run-row-{imported.pk}"' in rows and f'<tbody hx-swap-oob="afterbegin:#experiment-rows" data-live-upsert><tr id="experiment-row-{imported.experiment.pk}">' in rows
 
 
 def test_admin_rebuilds_projections_from_the_ledger(imported):

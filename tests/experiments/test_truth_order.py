@@ -180,6 +180,6 @@ def test_the_timeline_shows_each_events_time_in_utc(runs, tmp_path, viewer):
     html = client.get(run.get_absolute_url()).content.decode()
     first = Event.objects.filter(run=run).order_by("seq").first()
     assert first is not None
-    assert "Time (UTC)" in html and f'<time datetime="{first.ts.isoformat()}">{first.ts:%H:%M:%S}</time>' in html
+    assert "Date and time (UTC)" in html and f'<time datetime="{first.ts.isoformat()}">{first.ts:%Y-%m-%d %H:%M:%S}</time>' in html
     assert "from its iteration" in html
 

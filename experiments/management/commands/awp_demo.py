@@ -11,9 +11,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from experiments.demo import replay_demo
+from experiments.demo import RECORDED_RUN, new_run_id, replay_demo
 from experiments.importer import FolderImporter
-from experiments.models import Experiment
+from experiments.models import Experiment, Run
 from experiments.watch import watch_folders
 
 
@@ -23,6 +23,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--delay", type=float, default=0.4, help="seconds between files")
         parser.add_argument("--once", action="store_true", help="stop once the replay is done and ingested")
+        parser.add_argument("--as-recorded", action="store_true", help="replay under the recorded run id only (no new run)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not Experiment.objects.filter(slug="demo").exists():
@@ -34,10 +35,19 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, lambda *a: stop.set())
 
         finished = threading.Event()
+        # Every start replays a run people can watch live: the recorded one first, then as new runs (a second
+        # one on the first start, so Compare has two runs to compare).
+        if options["as_recorded"]:
+            run_ids = [RECORDED_RUN]
+        elif not Run.objects.filter(experiment__slug="demo", run_id=RECORDED_RUN).exists():
+            run_ids = [RECORDED_RUN, new_run_id()]
+        else:
+            run_ids = [new_run_id()]
 
         def replay() -> None:
-            steps = replay_demo(target, delay=options["delay"], should_stop=stop.is_set)
-            self.stdout.write(f"demo: replayed {steps} new file(s) into {target}")
+            for run_id in run_ids:
+                steps = replay_demo(target, delay=options["delay"], should_stop=stop.is_set, run_id=run_id)
+                self.stdout.write(f"demo: replayed {steps} new file(s) of run {run_id} into {target}")
             finished.set()
 
         threading.Thread(target=replay, daemon=True, name="awp-demo-replay").start()

@@ -19,8 +19,8 @@ state:
   sharing:
     strategy: selective
     rules:
-      - from: researcher
-        to: [analyst]
+      - from: fact_collector
+        to: [verifier]
         fields: [findings, summary]
     never_share: [internal_reasoning]
     sensitive_fields: [api_key, user_credentials]
@@ -57,6 +57,10 @@ class Command(BaseCommand):
                 "protocol": parse_protocol(DEMO_PROTOCOL),
             },
         )
+        if "from: researcher" in experiment.protocol_yaml:
+            # A demo seeded before its sharing rules named the demo run's own agents: give it the current ones.
+            experiment.protocol_yaml, experiment.protocol = DEMO_PROTOCOL, parse_protocol(DEMO_PROTOCOL)
+            experiment.save(update_fields=["protocol_yaml", "protocol", "updated_at"])
         Membership.objects.get_or_create(user=user, experiment=experiment, defaults={"role": Membership.Role.OWNER})
         self.stdout.write("")
         self.stdout.write("  Demo login:  username " + DEMO_USER + "   password " + DEMO_PASSWORD)

@@ -35,7 +35,10 @@ class Command(BaseCommand):
             signal.signal(signum, _raise_keyboard_interrupt)
         python = sys.executable
         procs: list[subprocess.Popen[bytes]] = []
-        for command in self.companion_commands(no_demo=options["no_demo"]):
+        commands = self.companion_commands(no_demo=options["no_demo"])
+        if any(command[0] == "awp_embed" for command in commands):
+            os.environ.setdefault("AWP_EMBED_WORKER", "required")  # the daphne workers below ask it, never load the model
+        for command in commands:
             procs.append(subprocess.Popen([python, "manage.py", *command], preexec_fn=_default_signals))
         listener = bind_listener(options["host"], options["port"])
         workers = max(1, options["workers"])

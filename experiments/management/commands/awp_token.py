@@ -6,9 +6,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
 
 from experiments.models import ApiToken, Experiment
+from experiments.tokens import TokenRefused, issue_token, revoke_token
 
 
 class Command(BaseCommand):
@@ -40,7 +40,8 @@ class Command(BaseCommand):
                 used = token.last_used_at.isoformat() if token.last_used_at else "never"
                 self.stdout.write(f"{token.name}\t{token.key_prefix}…\t{','.join(token.scopes)}\t{state}\tlast used {used}")
         else:
-            count = experiment.tokens.filter(name=options["name"], revoked_at__isnull=True).update(revoked_at=timezone.now())
+            ids = list(experiment.tokens.filter(name=options["name"], revoked_at__isnull=True).values_list("pk", flat=True))
+            count = sum(revoke_token(experiment=experiment, token_id=pk, via="awp_token") is not None for pk in ids)
             if not count:
                 raise CommandError(f"No active token named '{options['name']}' on {experiment.slug}.")
             self.stdout.write(f"Revoked {count} token(s).")
@@ -55,8 +56,8 @@ class Command(BaseCommand):
         if "review" in scopes and user is None:
             raise CommandError("The review scope needs --user: votes are cast by a person.")
         try:
-            _token, secret = ApiToken.issue(experiment=experiment, name=options["name"], scopes=scopes, user=user)
-        except ValueError as exc:
+            _token, secret = issue_token(experiment=experiment, name=options["name"], scopes=scopes, user=user, via="awp_token")
+        except TokenRefused as exc:
             raise CommandError(str(exc)) from None
         self.stderr.write(f"Token '{options['name']}' for {experiment.slug} ({', '.join(scopes)}). Shown once:")
         self.stdout.write(secret)
