@@ -243,7 +243,8 @@ def _key_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]
             yield span
 
 
-def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+def merge_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping or touching (start, end) spans joined, in order."""
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -270,7 +271,7 @@ def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None, ext
             at = text.find(value, at + len(value))
     if known is not None:
         spans.extend(known.spans(text))
-    return _merge(spans)
+    return merge_spans(spans)
 
 
 def _apply(text: str, spans: list[tuple[int, int]]) -> str:
@@ -366,7 +367,7 @@ def _mask_key(key: Any, known: KnownSecrets | None, own: frozenset[str]) -> Any:
     if own and any(v in key for v in own):
         spans = [*_pattern_spans(key), *(known.spans(key) if known is not None else ())]
         spans.extend((at, at + len(v)) for v in own if (at := key.find(v)) != -1)
-        return _apply(key, _merge(spans))
+        return _apply(key, merge_spans(spans))
     return (known if known is not None else _EMPTY).masked_key(key)
 
 
@@ -641,7 +642,7 @@ class KnownSecrets:
         cached = self._keys.get(key)
         if cached is None:
             spans = [*_pattern_spans(key), *self.spans(key)]
-            cached = _apply(key, _merge(spans)) if spans else key
+            cached = _apply(key, merge_spans(spans)) if spans else key
             if len(self._keys) < 16384:
                 self._keys[key] = cached
         return cached
@@ -650,7 +651,7 @@ class KnownSecrets:
         """Every occurrence of a known secret replaced by REDACTED (one pass)."""
         if self._matcher is None or not text:
             return text
-        spans = _merge(self.spans(text))
+        spans = merge_spans(self.spans(text))
         if not spans:
             return text
         out, last = [], 0

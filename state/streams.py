@@ -14,7 +14,7 @@ import codecs
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 
-from state.redaction import REDACTED, KnownSecrets, escaped_forms
+from state.redaction import REDACTED, KnownSecrets, escaped_forms, merge_spans
 
 
 def _reach(known: KnownSecrets) -> int:
@@ -63,7 +63,7 @@ class StreamMask:
             found.append((0, self._covered))
         pieces: list[str] = []
         pos, in_run, reach_end = 0, self._in_run, 0
-        for s, e in _merge(found):
+        for s, e in merge_spans(found):
             if s > pos:
                 pieces.append(buffer[pos:s])
                 in_run = False
@@ -81,37 +81,37 @@ class StreamMask:
         return "".join(pieces)
 
 
-def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
+class _ChunkMasker:
+    """Bytes in, masked bytes out, for one stream: a character split between chunks is decoded whole."""
+
+    def __init__(self, known: KnownSecrets, charset: str) -> None:
+        self.charset = charset
+        self.mask, self.decoder = StreamMask(known), codecs.getincrementaldecoder(charset)(errors="surrogateescape")
+
+    def piece(self, chunk: bytes | str) -> bytes:
+        raw = chunk.encode(self.charset, errors="surrogateescape") if isinstance(chunk, str) else bytes(chunk)
+        return self.mask.feed(self.decoder.decode(raw)).encode(self.charset, errors="surrogateescape")
+
+    def tail(self) -> bytes:
+        text = self.mask.feed(self.decoder.decode(b"", final=True)) + self.mask.flush()
+        return text.encode(self.charset, errors="surrogateescape")
 
 
 def mask_chunks(chunks: Iterable[bytes | str], known: KnownSecrets, charset: str = "utf-8") -> Iterator[bytes]:
     """A byte stream masked chunk by chunk (a character split between chunks is decoded whole)."""
-    mask, decoder = StreamMask(known), codecs.getincrementaldecoder(charset)(errors="surrogateescape")
+    masker = _ChunkMasker(known, charset)
     for chunk in chunks:
-        text = decoder.decode(chunk.encode(charset, errors="surrogateescape") if isinstance(chunk, str) else bytes(chunk))
-        out = mask.feed(text)
-        if out:
-            yield out.encode(charset, errors="surrogateescape")
-    tail = mask.feed(decoder.decode(b"", final=True)) + mask.flush()
-    if tail:
-        yield tail.encode(charset, errors="surrogateescape")
+        if out := masker.piece(chunk):
+            yield out
+    if tail := masker.tail():
+        yield tail
 
 
 async def amask_chunks(chunks: AsyncIterator[bytes | str], known: KnownSecrets, charset: str = "utf-8") -> AsyncIterator[bytes]:
     """`mask_chunks` for an async stream (daphne sends each masked piece as it is ready)."""
-    mask, decoder = StreamMask(known), codecs.getincrementaldecoder(charset)(errors="surrogateescape")
+    masker = _ChunkMasker(known, charset)
     async for chunk in chunks:
-        text = decoder.decode(chunk.encode(charset, errors="surrogateescape") if isinstance(chunk, str) else bytes(chunk))
-        out = mask.feed(text)
-        if out:
-            yield out.encode(charset, errors="surrogateescape")
-    tail = mask.feed(decoder.decode(b"", final=True)) + mask.flush()
-    if tail:
-        yield tail.encode(charset, errors="surrogateescape")
+        if out := masker.piece(chunk):
+            yield out
+    if tail := masker.tail():
+        yield tail
