@@ -121,7 +121,13 @@ class RedactionNet:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+        from state.services_redaction import known_secrets_checked_once
+
+        if request.method in ("GET", "HEAD"):
+            with known_secrets_checked_once():  # a read: the view checks each experiment's secrets once, the net again
+                response = self.get_response(request)
+        else:
+            response = self.get_response(request)
         if not getattr(request, "awp_redaction_scope", None) or response.streaming:
             return response
         if not response.get("Content-Type", "").startswith(self.MASKED_TYPES):
