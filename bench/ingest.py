@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import requests
-from common import daphne, machine, print_table, setup_django
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import daphne, machine, print_table, setup_django  # noqa: E402
 
 
 def make_events(n: int, run_tag: str) -> list[dict[str, Any]]:
