@@ -198,7 +198,8 @@ def use(python: str, checkout: Path, env: dict[str, str], url: str, session: req
     from bench.ingest import agent_events
 
     def manage(*command: str) -> str:
-        return subprocess.run([python, "manage.py", *command], cwd=checkout, env=env, check=True, capture_output=True, text=True).stdout.strip()
+        out = subprocess.run([python, "manage.py", *command], cwd=checkout, env=env, check=True, capture_output=True, text=True).stdout
+        return out.strip().splitlines()[-1]  # the shell may print a banner first
 
     secret = manage("awp_token", "create", "--experiment", "demo", "--name", f"footprint-{time.time_ns()}")
     headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
