@@ -41,8 +41,11 @@ class Command(BaseCommand):
         workers = max(1, options["workers"])
         daphne = [python, "-m", "awp_site.daphne_worker", "--fd", str(listener.fileno()), "awp_site.asgi:application"]
         companions = list(procs)
+        # Two malloc arenas per worker, not 8 per core: Django runs each sync request in a thread of its own,
+        # and every arena kept the peak of the requests it served (bench/footprint.py, used state).
+        env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
         for _ in range(workers):
-            procs.append(subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()]))
+            procs.append(subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()], env=env))
         listener.close()  # the workers hold it now
         url = f"http://{options['host']}:{options['port']}"
         self.stdout.write(f"  Dashboard: {url}   ({workers} daphne worker{'s' if workers != 1 else ''}; Ctrl-C stops it)")
