@@ -35,15 +35,15 @@ class Command(BaseCommand):
             signal.signal(signum, _raise_keyboard_interrupt)
         python = sys.executable
         procs: list[subprocess.Popen[bytes]] = []
+        # Two malloc arenas per process, not 8 per core: Django runs each sync request in a thread of its own and
+        # ONNX Runtime infers on a thread pool; every arena kept the peak of what its thread did (bench/footprint.py).
+        env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
         for command in self.companion_commands(no_demo=options["no_demo"]):
-            procs.append(subprocess.Popen([python, "manage.py", *command], preexec_fn=_default_signals))
+            procs.append(subprocess.Popen([python, "manage.py", *command], preexec_fn=_default_signals, env=env))
         listener = bind_listener(options["host"], options["port"])
         workers = max(1, options["workers"])
         daphne = [python, "-m", "awp_site.daphne_worker", "--fd", str(listener.fileno()), "awp_site.asgi:application"]
         companions = list(procs)
-        # Two malloc arenas per worker, not 8 per core: Django runs each sync request in a thread of its own,
-        # and every arena kept the peak of the requests it served (bench/footprint.py, used state).
-        env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
         for _ in range(workers):
             procs.append(subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()], env=env))
         listener.close()  # the workers hold it now
