@@ -113,9 +113,12 @@ render_seconds: dict[int, float] = {}
 
 def render_run_range(run_pk: int, after: int, upto: int, viewer: Viewer) -> tuple[int, str]:
     """OOB fragments for the run's events after < seq <= upto, as this viewer may see them."""
+    from state.services_redaction import known_secrets_checked_once
+
     run = Run.objects.select_related("experiment").get(pk=run_pk)
     events = list(Event.objects.filter(run_id=run_pk, seq__gt=after, seq__lte=upto).order_by("seq"))
-    return upto, "".join(render_run_fragments(run, events, viewer))
+    with known_secrets_checked_once():  # the renderers check the secrets once; the frame's net checks again
+        return upto, "".join(render_run_fragments(run, events, viewer))
 
 
 async def run_frame(run_pk: int, after: int, upto: int, viewer: Viewer) -> tuple[int, str]:
