@@ -259,6 +259,14 @@ class PostgresNotifyLayer(BaseChannelLayer):
         """The SQL that sends `message` to `groups`; run inside a transaction, it is delivered at commit."""
         return "SELECT pg_notify(%s, %s)", [self.notify_channel, encode(groups, message)]
 
+    def notify_expression(self, groups_sql: str, message_sql: str) -> tuple[str, list[Any]]:
+        """An SQL expression sending the message built in SQL (`json_build_object(…)`) to groups built in SQL.
+
+        For statements that only learn the values (a new seq, a run's id) while they run; the same payload as
+        `encode` (decoded by its keys, not its spelling). The caller keeps it under MAX_PAYLOAD_BYTES.
+        """
+        return f"pg_notify(%s, json_build_object('g', {groups_sql}, 'm', {message_sql})::text)", [self.notify_channel]
+
     async def flush(self) -> None:
         state = self._state()
         state.channels.clear()

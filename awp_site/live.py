@@ -115,6 +115,27 @@ def run_advanced_statement(*, run_id: int, experiment_id: int, seq: int) -> tupl
     return layer.notify_statement(*_run_advanced(run_id, experiment_id, seq))
 
 
+def run_advanced_expression(*, run_sql: str, seq_sql: str, experiment_id: int) -> tuple[str, list[Any]] | None:
+    """run_advanced_statement as an SQL expression, for a statement that learns the run's id and new seq as it runs.
+
+    `run_sql` and `seq_sql` are SQL expressions of the statement (e.g. a CTE's columns). None for other layers.
+    """
+    from channels.layers import get_channel_layer
+
+    from awp_site.channel_layer import PostgresNotifyLayer
+
+    layer = get_channel_layer()
+    if not isinstance(layer, PostgresNotifyLayer):
+        return None
+    experiment = int(experiment_id)
+    groups = f"json_build_array('awp.run.' || ({run_sql}), '{experiment_group(experiment)}', '{EXPERIMENTS_GROUP}')"
+    message = (
+        f"json_build_object('type', 'run.advanced', 'run', ({run_sql}), 'experiment', {experiment}, 'seq', ({seq_sql}),"
+        f" 'coalesce', 'run.' || ({run_sql}))"
+    )
+    return layer.notify_expression(groups, message)
+
+
 def _run_advanced(run_id: int, experiment_id: int, seq: int) -> tuple[list[str], dict[str, Any]]:
     message = {"type": "run.advanced", "run": int(run_id), "experiment": int(experiment_id), "seq": int(seq), "coalesce": f"run.{int(run_id)}"}
     return [run_group(run_id), experiment_group(experiment_id), EXPERIMENTS_GROUP], message

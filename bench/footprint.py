@@ -6,7 +6,10 @@
                                                         # measures a running `make run` (PID: make or awp_serve)
 
 Prints, for every process `make run` starts (awp_serve, daphne, awp_demo, awp_embed --loop and the embedded
-Postgres with its backends): PSS after the demo run was ingested and one semantic search was answered; the
+Postgres with its backends): PSS after the demo run was ingested and one semantic search was answered (at rest),
+and again in a used state (`--used-events`, default 40,000 agent-sized events pushed through the API in batches
+of 5,000 — bench/ingest.py's model and tool calls — then a 2,000-event run page and its Timeline's last page
+opened several times, so every worker serves them, and the embed worker given time for what the results added); the
 CPU share of all of them at rest; the CPU share of an idle `awp_watch` over a few hundred files; the size of
 the virtual environment; recall@10 on the labelled set (bench/search_recall.py). PSS counts shared pages once
 across processes, so the sum is what the install really holds.
@@ -177,6 +180,47 @@ def dir_size(path: Path) -> int:
     return total
 
 
+def print_pss(rows: list[tuple[str, float]]) -> None:
+    print("| process | PSS MB |")
+    print("|---|---|")
+    grouped: dict[str, list[float]] = {}
+    for name, mb in rows:
+        grouped.setdefault(name if not name.startswith("postgres") else "postgres (all processes)", []).append(mb)
+    for name, values in sorted(grouped.items(), key=lambda kv: -sum(kv[1])):
+        print(f"| {name}{f' ×{len(values)}' if len(values) > 1 else ''} | {sum(values):.0f} |")
+    print(f"| **total ({len(rows)} processes)** | **{sum(mb for _, mb in rows):.0f}** |")
+
+
+def use(python: str, checkout: Path, env: dict[str, str], url: str, session: requests.Session, events: int, rest: float) -> None:
+    """The used state: agent-sized events through the API, then a 2,000-event run page opened on every worker."""
+    import json
+
+    from bench.ingest import agent_events
+
+    def manage(*command: str) -> str:
+        out = subprocess.run([python, "manage.py", *command], cwd=checkout, env=env, check=True, capture_output=True, text=True).stdout
+        return out.strip().splitlines()[-1]  # the shell may print a banner first
+
+    secret = manage("awp_token", "create", "--experiment", "demo", "--name", f"footprint-{time.time_ns()}")
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    tag = f"fp{time.time_ns()}"
+    start = {"kind": "run.start", "idempotency_key": "start", "payload": {"task": "footprint: a used install"}}
+    pushed = agent_events(events, tag)
+    runs = {f"{tag}-page": [start, *pushed[:1999]], f"{tag}-bulk": [start, *pushed[1999:]]}  # the page's run: 2,000 events
+    for run_id, run_events in runs.items():
+        for i in range(0, len(run_events), 5000):
+            body = json.dumps({"run_id": run_id, "events": run_events[i : i + 5000]})
+            response = requests.post(f"{url}/api/v1/ingest", data=body, headers=headers, timeout=600)
+            if response.status_code != 200:
+                raise SystemExit(f"used state: ingest answered {response.status_code}: {response.text[:300]}")
+    pk = manage("shell", "-c", f"from experiments.models import Run; print(Run.objects.get(experiment__slug='demo', run_id='{tag}-page').pk)")
+    run_path = f"{url}/experiments/demo/runs/{int(pk)}/"
+    for _ in range(8):  # the workers share one port: several requests reach every one of them
+        assert session.get(run_path, timeout=120).status_code == 200
+        assert session.get(f"{run_path}?after=1800", headers={"HX-Request": "true"}, timeout=120).status_code == 200
+    time.sleep(max(rest, 10.0))  # the embed worker's passes over the chunks the results added
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="10 s rest windows instead of 60 s")
@@ -186,6 +230,7 @@ def main() -> None:
     parser.add_argument("--watch-files", type=int, default=300)
     parser.add_argument("--watch-mode", default="", help="pass --watch-mode to the idle awp_watch (notify, poll)")
     parser.add_argument("--no-recall", action="store_true")
+    parser.add_argument("--used-events", type=int, default=40_000, help="agent-sized events pushed for the used state (0: skip it)")
     args = parser.parse_args()
     rest = 10.0 if args.quick else 60.0
     checkout = args.checkout.resolve()
@@ -216,6 +261,10 @@ def main() -> None:
         search_s = min(search_s, semantic_search(session, url))
         rows = pss_mb(processes(root, data_dir))
         cpu_rest = cpu_share(lambda: processes(root, data_dir), rest)
+        used_rows: list[tuple[str, float]] = []
+        if args.used_events:
+            use(python, checkout, env, url, session, args.used_events, rest)
+            used_rows = pss_mb(processes(root, data_dir))
         files, cpu_watch = idle_watcher_cpu(python, checkout, env, args.watch_files, rest, args.watch_mode)
     finally:
         if server is not None:
@@ -229,17 +278,16 @@ def main() -> None:
 
     print(f"# Footprint — {machine()} (load average {os.getloadavg()[0]:.1f}; 2 cores shared, figures under load)")
     print()
-    print("| process | PSS MB |")
-    print("|---|---|")
-    grouped: dict[str, list[float]] = {}
-    for name, mb in rows:
-        grouped.setdefault(name if not name.startswith("postgres") else "postgres (all processes)", []).append(mb)
-    for name, values in sorted(grouped.items(), key=lambda kv: -sum(kv[1])):
-        print(f"| {name}{f' ×{len(values)}' if len(values) > 1 else ''} | {sum(values):.0f} |")
+    print_pss(rows)
     total = sum(mb for _, mb in rows)
-    print(f"| **total ({len(rows)} processes)** | **{total:.0f}** |")
     print()
     print(f"pss_total_mb {total:.0f}")
+    if used_rows:
+        print()
+        print(f"Used state: {args.used_events:,} agent-sized events pushed, a 2,000-event run page opened on every worker")
+        print()
+        print_pss(used_rows)
+        print(f"pss_used_total_mb {sum(mb for _, mb in used_rows):.0f}")
     print(f"semantic_search_s {search_s:.3f}")
     print(f"cpu_at_rest_percent {cpu_rest:.2f}   (all of the above, {rest:.0f} s)")
     how = f"--watch-mode {args.watch_mode}" if args.watch_mode else "default mode"

@@ -3,21 +3,33 @@
 
     python bench/ingest.py            # 100k events per batch size (batch size 1: 500, under the auth rate limit)
     python bench/ingest.py --quick    # 20k events (batch size 1: 300); a few minutes at most
+    python bench/ingest.py --quick --profile   # also cProfile one in-process batch of 5,000 of each size
 
-Prints a table and ends with `ratio <x>` = (events/s at batch 5000) ÷ (events/s of raw COPY).
+Two event sizes, each against raw COPY of the same rows (same payloads) in the same run:
+- small (~150 bytes: metric and log lines);
+- agent-sized (~1 KB: a model call's messages and attributes as a `log`, a tool call's arguments and result as
+  a `tool.call`, every 20th a `worker.complete` with a summary: text the secret detector and the projectors read).
+
+Prints a table per size and ends with `ratio <x>` (small) and `agent_ratio <x>` = (events/s at batch 5000) ÷
+(events/s of raw COPY of the same rows).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import requests
-from common import daphne, machine, print_table, setup_django
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import daphne, machine, print_table, setup_django  # noqa: E402
 
 
 def make_events(n: int, run_tag: str) -> list[dict[str, Any]]:
@@ -33,6 +45,50 @@ def make_events(n: int, run_tag: str) -> list[dict[str, Any]]:
         }
         for i in range(n)
     ]
+
+
+SENTENCES = [
+    "Summarise the failing test and propose the smallest fix that keeps the public API unchanged.",
+    "The tool returned a stack trace pointing at the retry loop in the HTTP client; the timeout is not propagated.",
+    "Read the configuration file, list every key under [database], and report which ones the code never reads.",
+    "Confidence is moderate: the benchmark moved by four percent, inside the noise of the previous three runs.",
+    "Search the repository for callers of parse_time and check that each passes an aware datetime.",
+]
+
+
+def agent_events(n: int, run_tag: str) -> list[dict[str, Any]]:
+    """~1 KB events shaped like an agent's: model calls (messages, attributes), tool calls (arguments), results."""
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        worker = f"worker_{i % 4}"
+        text = " ".join(SENTENCES[(i + k) % len(SENTENCES)] for k in range(2))
+        common = {"idempotency_key": f"{run_tag}-{i}", "agent_id": worker, "iteration": i // 100, "ts": 1795300746.0 + i / 1000}
+        if i % 20 == 19:
+            payload = {"confidence": 0.8, "summary": f"{text} Step {i} done.", "findings": [SENTENCES[i % 5], SENTENCES[(i + 3) % 5]], "tokens": 900 + i % 300}
+            out.append({"kind": "worker.complete", **common, "payload": payload})
+        elif i % 2:
+            payload = {
+                "tool": "read_file" if i % 3 else "search_code",
+                "arguments": {"path": f"src/module_{i % 37}/handler.py", "query": SENTENCES[i % 5], "max_lines": 200, "context": text},
+                "result": {"ok": True, "lines": 120 + i % 50, "excerpt": f"def handler_{i}(request):\n    return respond(request, timeout=30)\n" * 3},
+                "duration_ms": 12.5 + i % 40, "worker_id": worker,
+            }  # fmt: skip
+            out.append({"kind": "tool.call", **common, "payload": payload})
+        else:
+            payload = {
+                "level": "info", "category": "llm", "msg": "model call",
+                "fields": {
+                    "gen_ai.system": "anthropic", "gen_ai.request.model": "claude-sonnet", "gen_ai.usage.input_tokens": 1800 + i % 500,
+                    "gen_ai.usage.output_tokens": 220 + i % 90, "gen_ai.response.finish_reasons": ["end_turn"], "latency_ms": 850 + i % 400,
+                    "messages": [
+                        {"role": "system", "content": "You are a careful software agent. Answer with the smallest correct change."},
+                        {"role": "user", "content": text},
+                        {"role": "assistant", "content": SENTENCES[(i + 2) % 5] + f" (call {i})"},
+                    ],
+                },
+            }  # fmt: skip
+            out.append({"kind": "log", **common, "payload": payload})
+    return out
 
 
 def push(base: str, token: str, run_id: str, events: list[dict[str, Any]], batch: int) -> float:
@@ -53,15 +109,14 @@ def push(base: str, token: str, run_id: str, events: list[dict[str, Any]], batch
     return time.perf_counter() - started
 
 
-def raw_copy(n: int) -> float:
-    """COPY n ledger-shaped rows into a bare table with one (run_id, seq) index, as fast as Postgres goes."""
+def raw_copy(events: list[dict[str, Any]]) -> float:
+    """COPY the rows of `events` (same payloads) into a bare table with one (run_id, seq) index, as fast as Postgres goes."""
     from django.db import connection
 
     now = datetime.now(tz=UTC)
     rows = [
-        (1, i + 1, "metric.confidence", f"worker_{i % 4}", i // 100, 0, now, now,
-         json.dumps({"mean": 0.9, "per_worker": [{"name": f"worker_{i % 4}", "confidence": 0.9}], "msg": f"event {i}", "category": "worker"}), f"key:{i}")
-        for i in range(n)
+        (1, i + 1, e["kind"], e["agent_id"], e["iteration"], 0, now, now, json.dumps(e["payload"]), f"key:{e['idempotency_key']}")
+        for i, e in enumerate(events)
     ]
     with connection.cursor() as cursor:
         cursor.execute("DROP TABLE IF EXISTS bench_raw_copy")
@@ -81,9 +136,37 @@ def raw_copy(n: int) -> float:
     return elapsed
 
 
+def profile_batch(secret: str, events: list[dict[str, Any]], label: str) -> None:
+    """cProfile one batch through the API view in this process (Django's test client: no socket, same view)."""
+    import cProfile
+    import io
+    import pstats
+
+    from django.test import Client
+
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}", HTTP_HOST="127.0.0.1")
+    run_id = f"profile-{label}-{uuid.uuid4().hex[:8]}"
+    start = {"run_id": run_id, "events": [{"kind": "run.start", "idempotency_key": "start", "payload": {"task": "bench"}}]}
+    assert client.post("/api/v1/ingest", data=json.dumps(start), content_type="application/json").status_code == 200
+    body = json.dumps({"run_id": run_id, "events": events})
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    response = client.post("/api/v1/ingest", data=body, content_type="application/json")
+    profiler.disable()
+    elapsed = time.perf_counter() - started
+    assert response.status_code == 200, response.content[:300]
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
+    print(f"\n## profile: one {label} batch of {len(events)} in process, {elapsed * 1000:.0f} ms wall\n")
+    print("\n".join(line for line in out.getvalue().splitlines()[:60] if line.strip()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="also cProfile one in-process batch of 5,000 per event size")
+    parser.add_argument("--only", choices=["small", "agent"], help="one event size only")
     args = parser.parse_args()
     url = setup_django("ingest")
     from django.conf import settings
@@ -91,23 +174,38 @@ def main() -> None:
     from experiments.models import ApiToken, Experiment
 
     total = 20_000 if args.quick else 100_000
-    sizes = {1: 300 if args.quick else 500, 100: total, 1000: total, 5000: total}
+    kinds = {"small": make_events, "agent": agent_events}
+    if args.only:
+        kinds = {args.only: kinds[args.only]}
     experiment = Experiment.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="ingest benchmark")
     _token, secret = ApiToken.issue(experiment=experiment, name="bench", scopes=["ingest"])
     print(f"# ingest benchmark · {machine()} · max batch {settings.AWP_INGEST_MAX_BATCH}")
-    rows: list[list[Any]] = []
-    rates: dict[int, float] = {}
-    with daphne(url) as base:
-        for size, n in sizes.items():
-            tag = uuid.uuid4().hex[:8]
-            elapsed = push(base, secret, f"bench-{size}-{tag}", make_events(n, tag), size)
-            rates[size] = n / elapsed
-            rows.append([f"HTTP batch {size}", n, elapsed, rates[size]])
-    copy_elapsed = raw_copy(total)
-    copy_rate = total / copy_elapsed
-    rows.append(["raw COPY (bare table, 1 index)", total, copy_elapsed, copy_rate])
-    print_table(["path", "events", "seconds", "events/s"], rows)
-    print(f"ratio {rates[5000] / copy_rate:.3f}")
+    ratios: dict[str, float] = {}
+    for name, make in kinds.items():
+        sample = make(total, "size")
+        size_bytes = sum(len(json.dumps(e)) for e in sample) / len(sample)
+        sizes = {1: 300 if args.quick else 500, 100: total, 1000: total, 5000: total} if name == "small" else {100: total // 2, 1000: total, 5000: total}
+        rows: list[list[Any]] = []
+        rates: dict[int, float] = {}
+        with daphne(url) as base:
+            for size, n in sizes.items():
+                tag = uuid.uuid4().hex[:8]
+                elapsed = push(base, secret, f"bench-{name}-{size}-{tag}", make(n, tag), size)
+                rates[size] = n / elapsed
+                rows.append([f"HTTP batch {size}", n, elapsed, rates[size]])
+        copy_elapsed = raw_copy(sample)
+        copy_rate = total / copy_elapsed
+        rows.append(["raw COPY of the same rows (bare table, 1 index)", total, copy_elapsed, copy_rate])
+        print(f"\n## {name} events (~{size_bytes:,.0f} bytes of JSON each)\n")
+        print_table(["path", "events", "seconds", "events/s"], rows)
+        ratios[name] = rates[5000] / copy_rate
+        if args.profile:
+            profile_batch(secret, make(5000, uuid.uuid4().hex[:8]), name)
+    print()
+    if "small" in ratios:
+        print(f"ratio {ratios['small']:.3f}")
+    if "agent" in ratios:
+        print(f"agent_ratio {ratios['agent']:.3f}")
 
 
 if __name__ == "__main__":

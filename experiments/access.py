@@ -15,10 +15,18 @@ from state.services_redaction import mark_in_scope
 
 def get_experiment_or_404(request: HttpRequest, slug: str) -> tuple[Experiment, str]:
     """The experiment and the user's role on it; a non-member gets the same 404 as a missing slug."""
-    experiment = Experiment.objects.visible_to(request.user).filter(slug=slug).first()
+    user = request.user
+    if not user.is_authenticated:
+        raise Http404("No such experiment.")
+    if user.is_staff:
+        experiment = Experiment.objects.filter(slug=slug).first()
+        role: str | None = Membership.Role.OWNER
+    else:
+        # One query for the experiment and the member's role (every page pays this look-up).
+        member = Membership.objects.filter(user=user, experiment__slug=slug).select_related("experiment").first()
+        experiment, role = (member.experiment, member.role) if member is not None else (None, None)
     if experiment is None:
         raise Http404("No such experiment.")
-    role = experiment.role_of(request.user)
     assert role is not None
     return experiment, role
 

@@ -13,7 +13,7 @@ from ninja import Field, Query, Router, Schema
 
 from awp_site.apierrors import ApiError
 from awp_site.auth import Caller, api_auth, authorize_experiment, experiment_for
-from experiments.ingest import append_locked, lock_run
+from experiments.ingest import append_locked, lock_run, push_one
 from experiments.models import Digest, Event, Experiment, Run
 from experiments.projections import IngestRefused, ProjectionContext
 from experiments.pushed import validate_batch
@@ -94,9 +94,15 @@ def ingest(request: HttpRequest, body: IngestIn) -> dict[str, Any]:
     if errors:
         raise ApiError(422, "invalid_events", f"{len(errors)} event(s) were refused; nothing was stored.", errors=[e.as_dict() for e in errors])
     try:
+        ctx = ProjectionContext(strict=True, source="api")
         with transaction.atomic():
-            run = _locked_run_for_batch(experiment, body.run_id, starts=any(e.kind == "run.start" for e in events))
-            result = append_locked(run, events, ctx=ProjectionContext(strict=True, source="api"))
+            # A one-event push into an existing run: one statement (lock, dedupe, insert, head, announce), then commit.
+            pushed = push_one(experiment, body.run_id, events[0], ctx=ctx) if len(events) == 1 else None
+            if pushed is not None:
+                run, result = pushed
+            else:
+                run = _locked_run_for_batch(experiment, body.run_id, starts=any(e.kind == "run.start" for e in events))
+                result = append_locked(run, events, ctx=ctx)
     except IngestRefused as refused:
         index = next((i for i, e in enumerate(events) if e.dedupe_key == refused.dedupe_key), None)
         raise ApiError(422, refused.code, refused.message, errors=[{"index": index, "code": refused.code, "message": refused.message}]) from None
@@ -107,6 +113,7 @@ def _locked_run_for_batch(experiment: Experiment, run_id: str, *, starts: bool) 
     """The batch's run with its row locked for this transaction (created by a batch that starts it)."""
     run = lock_run(experiment.pk, run_id)
     if run is not None:
+        run.experiment = experiment  # loaded with the caller's token or membership: no second read
         return run
     if not starts:
         raise ApiError(404, "unknown_run", f"No run '{run_id}' in this experiment; start it with a run.start event.")
@@ -114,6 +121,7 @@ def _locked_run_for_batch(experiment: Experiment, run_id: str, *, starts: bool) 
     Run.objects.bulk_create([Run(experiment=experiment, run_id=run_id, engine="api")], ignore_conflicts=True)
     run = lock_run(experiment.pk, run_id)
     assert run is not None
+    run.experiment = experiment
     return run
 
 

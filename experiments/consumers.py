@@ -55,6 +55,20 @@ def frame_mark(frame: int, seq: int | None) -> str:
     return f'<span id="live-mark" hidden hx-swap-oob="true" data-frame="{int(frame)}"{seq_attr}></span>'
 
 
+MIN_GAP = 0.005
+
+
+def adaptive_gap(build_seconds: float, ceiling: float) -> float:
+    """Twice the last frame's build time, between MIN_GAP and `ceiling`.
+
+    A fixed 30 ms gap was most of the commit-to-frame latency at low rates (an event arriving just after a
+    frame waited for the gap, not for work). Cheap frames (a quiet machine, a cached chunk) now follow each
+    other closely; when frames are slow to build (a starved machine, big chunks) the gap grows back to the
+    ceiling and coalesces, so a socket never spends more than a third of its time building frames.
+    """
+    return min(ceiling, max(MIN_GAP, 2 * build_seconds))
+
+
 def query_params(scope: dict[str, Any]) -> dict[str, str]:
     raw = scope.get("query_string", b"").decode("latin-1")
     return {key: values[-1] for key, values in parse_qs(raw).items()}
@@ -93,13 +107,18 @@ class _FrameCache:
 
 run_frames = _FrameCache()
 _rendering: dict[tuple[Any, ...], asyncio.Future[tuple[int, str]]] = {}
+# How long the last frame of each run took to render (shared by its sockets, which mostly take it cached).
+render_seconds: dict[int, float] = {}
 
 
 def render_run_range(run_pk: int, after: int, upto: int, viewer: Viewer) -> tuple[int, str]:
     """OOB fragments for the run's events after < seq <= upto, as this viewer may see them."""
+    from state.services_redaction import known_secrets_checked_once
+
     run = Run.objects.select_related("experiment").get(pk=run_pk)
     events = list(Event.objects.filter(run_id=run_pk, seq__gt=after, seq__lte=upto).order_by("seq"))
-    return upto, "".join(render_run_fragments(run, events, viewer))
+    with known_secrets_checked_once():  # the renderers check the secrets once; the frame's net checks again
+        return upto, "".join(render_run_fragments(run, events, viewer))
 
 
 async def run_frame(run_pk: int, after: int, upto: int, viewer: Viewer) -> tuple[int, str]:
@@ -118,7 +137,11 @@ async def run_frame(run_pk: int, after: int, upto: int, viewer: Viewer) -> tuple
     future: asyncio.Future[tuple[int, str]] = asyncio.get_running_loop().create_future()
     _rendering[key] = future
     try:
+        started = time.monotonic()
         frame = await database_sync_to_async(render_run_range)(run_pk, after, upto, viewer)
+        if len(render_seconds) > 1024:
+            render_seconds.clear()
+        render_seconds[run_pk] = time.monotonic() - started
         run_frames.put(key, frame)
         future.set_result(frame)
         return frame
@@ -196,6 +219,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def _pump(self) -> None:
         loop = asyncio.get_running_loop()
         last_frame_at = -FRAME_INTERVAL
+        build_seconds = 0.0
         try:
             while True:
                 try:
@@ -215,7 +239,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
                     if wait > 0:
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(self.acked.wait(), timeout=wait)
-                delay = last_frame_at + self.frame_gap - loop.time()
+                delay = last_frame_at + self.gap_after(build_seconds) - loop.time()
                 if delay > 0:
                     await asyncio.sleep(delay)
                 self.wake.clear()
@@ -224,7 +248,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
                     if await self.authorize(self.scope["user"]):
                         await self.close(code=CLOSE_FORBIDDEN)
                         return
+                started = loop.time()
                 body, seq, again = await self.build_frame()
+                build_seconds = loop.time() - started
                 if body or seq is not None:  # a frame that only moves the seq still lets the page resume right
                     self.frames_sent += 1
                     await self.send(text_data=body + frame_mark(self.frames_sent, seq))
@@ -236,6 +262,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
         except Exception:
             log.exception("live: frame failed; closing the socket so the page reconnects and resumes")
             await self.close(code=1011)
+
+    def gap_after(self, build_seconds: float) -> float:
+        """The least time between two frames of this socket, given how long the last one took to build."""
+        return self.frame_gap
 
     # -- subclass hooks --------------------------------------------------------------------------------
 
@@ -263,7 +293,11 @@ class RunConsumer(LiveConsumer):
     # Run frames are rendered once per seq range for all sockets with the same view (run_frame), so a frame
     # costs a send, not a render: a short gap. Not zero: with no gap at all, 50 sockets at 100 events/s on a
     # starved machine sent 5× more frames than with 100 ms and fell far behind (bench/README.md, Live).
-    frame_gap = 0.03
+    frame_gap = 0.03  # the ceiling; see gap_after
+
+    def gap_after(self, build_seconds: float) -> float:
+        # The shared render's cost, not this socket's cache hit: the frames of a run cost what rendering them costs.
+        return adaptive_gap(max(build_seconds, render_seconds.get(self.run_pk, 0.0)), self.frame_gap)
 
     async def authorize(self, user: Any) -> int:
         run_pk = int(self.scope["url_route"]["kwargs"]["run_pk"])

@@ -16,10 +16,10 @@ from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
 
-from awp_site.live import announce_run_advanced, run_advanced_statement
+from awp_site.live import announce_run_advanced, run_advanced_expression, run_advanced_statement
 from experiments.awp.events import EventSpec
 from experiments.jsonb import PayloadNotStorable, payload_json
-from experiments.models import Event, Run, from_row
+from experiments.models import Event, Experiment, Run, from_row
 from experiments.projections import IngestRefused, ProjectionContext, project
 
 # One event type from the folder readers to the ledger: EventSpec is pure (no Django), so the readers can build it.
@@ -64,6 +64,58 @@ def lock_run(experiment_id: int, run_id: str) -> Run | None:
         cursor.execute(f"SELECT {columns} FROM experiments_run WHERE experiment_id = %s AND run_id = %s FOR UPDATE", [experiment_id, run_id])
         row = cursor.fetchone()
     return None if row is None else from_row(Run, fields, row)
+
+
+def push_one(experiment: Experiment, run_id: str, event: EventIn, *, ctx: ProjectionContext) -> tuple[Run, AppendResult] | None:
+    """The one-event push in one statement: lock the run, dedupe, insert, move the head and announce it.
+
+    Runs in the caller's transaction, which then projects the event and commits (the API's one transaction). None
+    when the run does not exist yet or the layer is not Postgres NOTIFY: the caller takes the general path.
+    The statement's snapshot may miss a duplicate committed by a writer it waited for on the run lock; the unique
+    (run, dedupe key) index catches that one (ON CONFLICT DO NOTHING) and a second read returns its seq.
+    """
+    assert connection.in_atomic_block, "push_one runs inside the transaction that projects and commits"
+    notify = run_advanced_expression(run_sql="r.id", seq_sql="ins.seq", experiment_id=experiment.pk)
+    if notify is None:
+        return None
+    payload, data = _storable(event, ctx)
+    now = timezone.now()
+    fields = Run._meta.concrete_fields
+    columns = ", ".join(f'r."{field.column}"' for field in fields)
+    notify_sql, notify_params = notify
+    sql = f"""
+        WITH r AS (SELECT * FROM experiments_run WHERE experiment_id = %s AND run_id = %s FOR UPDATE),
+        dup AS (SELECT e.seq FROM experiments_event e JOIN r ON e.run_id = r.id WHERE e.dedupe_key = %s),
+        ins AS (
+            INSERT INTO experiments_event ({", ".join(LEDGER_COLUMNS)})
+            SELECT r.id, r.last_seq + 1, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s FROM r WHERE NOT EXISTS (SELECT 1 FROM dup)
+            ON CONFLICT (run_id, dedupe_key) DO NOTHING
+            RETURNING seq
+        ),
+        head AS (UPDATE experiments_run SET last_seq = ins.seq, updated_at = %s FROM ins, r WHERE experiments_run.id = r.id)
+        SELECT {columns}, (SELECT seq FROM dup), (SELECT seq FROM ins), (SELECT {notify_sql} FROM ins) FROM r
+    """
+    params = [
+        experiment.pk, run_id, event.dedupe_key,
+        event.kind, event.agent_id, event.iteration, event.depth, event.occurred_at, now, data.decode(), event.dedupe_key, event.ts_source,
+        now, *notify_params,
+    ]  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    run: Run = from_row(Run, fields, row[: len(fields)])
+    run.experiment = experiment
+    known, seq = row[len(fields)], row[len(fields) + 1]
+    if seq is None:
+        if known is None:  # a concurrent writer stored it while this statement waited for the run lock
+            known = _existing_seqs(run.pk, [event.dedupe_key])[event.dedupe_key]
+        return run, AppendResult(seqs=[known], new_events=[])
+    run.last_seq, run.updated_at = seq, now
+    fresh = _event_row(run.pk, seq, event, payload, now)
+    project(run, [fresh], ctx)
+    return run, AppendResult(seqs=[seq], new_events=[fresh])
 
 
 def append_locked(run: Run, events: list[EventIn], *, ctx: ProjectionContext) -> AppendResult:

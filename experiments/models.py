@@ -208,7 +208,10 @@ class Run(models.Model):
 class Event(models.Model):
     """One row of the append-only ledger; UPDATE and DELETE are refused by a database trigger."""
 
-    run = models.ForeignKey(Run, on_delete=models.DO_NOTHING, related_name="events", db_constraint=True)
+    # No foreign-key constraint: its per-row check cost ~40 % of a batch's COPY (bench/README.md, issue 28). A run
+    # with events cannot be deleted (a trigger, migration 0007), and ingest writes only under the run's row lock.
+    # No run-only index either: the (run, seq) and (run, dedupe_key) unique indexes lead with the run.
+    run = models.ForeignKey(Run, on_delete=models.DO_NOTHING, related_name="events", db_constraint=False, db_index=False)
     seq = models.BigIntegerField()
     kind = models.CharField(max_length=64)
     agent_id = models.CharField(max_length=200, blank=True)

@@ -7,14 +7,12 @@ from experiments.models import Event, Experiment, Run
 from experiments.projections import IngestRefused, ProjectionContext, WorkspaceFile
 from memory.access import TARGET_TIER
 from memory.longterm import import_long_term
-from memory.services import Actor, MemoryDenied, import_daily_file, log_worker_result, write_memory
+from memory.services import Actor, MemoryDenied, import_daily_file, log_worker_results, write_memory
 
 
 def project_worker_results(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
     """Auto-log every worker.complete result (agent id, time, summary); replays add nothing."""
-    for event in events:
-        if event.kind == "worker.complete":
-            log_worker_result(run=run, event=event)
+    log_worker_results(run=run, events=[event for event in events if event.kind == "worker.complete"])
 
 
 def project_memory_writes(run: Run, events: list[Event], ctx: ProjectionContext) -> None:

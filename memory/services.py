@@ -128,6 +128,92 @@ def log_worker_result(*, run: Run, event: Event) -> MemoryEntry | None:
     return entry
 
 
+def log_worker_results(*, run: Run, events: list[Event]) -> None:
+    """log_worker_result for a batch of worker.complete events, with a constant number of queries.
+
+    The same rows as calling log_worker_result on each event in order. That order matters only when a summary
+    teaches a new known secret (upsert_chunk learns from every text it stores), which must then mask the later
+    events of the batch; so the summaries are learnt from first, inside a savepoint, and if that taught anything
+    the savepoint is rolled back and the batch goes one event at a time.
+    """
+    from state.secrets import known_secrets_for, learn_from_text
+    from state.services_redaction import redactor_for
+
+    experiment = run.experiment
+    before = known_secrets_for(experiment.pk)
+    redactor = redactor_for(experiment)
+    planned: list[tuple[Event, dict[str, Any], str]] = []
+    for event in events:
+        payload = redactor.value(event.payload if isinstance(event.payload, dict) else {})
+        summary = summarize_result(payload)
+        if summary:
+            planned.append((event, payload, summary))
+    if not planned:
+        return
+    savepoint = transaction.savepoint()
+    for _, _, summary in planned:
+        learn_from_text(experiment=experiment, text=summary)
+    if known_secrets_for(experiment.pk) is not before:
+        transaction.savepoint_rollback(savepoint)
+        for event in events:
+            log_worker_result(run=run, event=event)
+        return
+    transaction.savepoint_commit(savepoint)
+    entries: dict[str, MemoryEntry] = {}
+    chunks: list[dict[str, Any]] = []
+    for event, payload, summary in planned:
+        moment = event.occurred_at or event.recorded_at
+        agent_id = event.agent_id or str(payload.get("worker_id") or "")
+        confidence = payload.get("confidence")
+        confidence = float(confidence) if isinstance(confidence, int | float) and 0 <= confidence <= 1 else None
+        day, at = moment.astimezone(UTC).date(), moment.astimezone(UTC).time().replace(microsecond=0)
+        key = f"event:{run.pk}:{event.seq}"
+        entries.setdefault(key, MemoryEntry(
+            experiment=experiment, dedupe_key=key, content=summary, day=day, time=at, agent_id=agent_id,
+            confidence=confidence, run=run, source=MemoryEntry.Source.AUTO, source_ref=f"run {run.run_id} #{event.seq}",
+            is_archived=_is_archived(experiment, day),
+        ))  # fmt: skip
+        chunks.append({
+            "tier": MemoryChunk.Tier.EPISODIC, "ref_key": f"ev:{run.pk}:{event.seq}",
+            "source": f"run {run.run_id} · iteration {event.iteration if event.iteration is not None else '–'} · {agent_id}",
+            "content": summary, "agent_id": agent_id, "occurred_at": moment, "is_archived": False, "entry": key,
+        })  # fmt: skip
+    existing = set(MemoryEntry.objects.filter(experiment=experiment, dedupe_key__in=list(entries)).values_list("dedupe_key", flat=True))
+    # Under the run's lock no one else writes entries keyed by this run's seqs: every pk comes back.
+    created = {entry.dedupe_key: entry for entry in MemoryEntry.objects.bulk_create([e for k, e in entries.items() if k not in existing])}
+    ordered: list[dict[str, Any]] = []
+    for chunk in chunks:
+        entry = created.pop(chunk.pop("entry"), None)
+        if entry is not None:  # append_daily_entry's chunk, before the episodic one (as the one-by-one path writes them)
+            ordered.append({
+                "tier": MemoryChunk.Tier.WORKING, "ref_key": f"entry:{entry.pk}", "source": entry.source_ref, "content": entry.content,
+                "agent_id": entry.agent_id, "occurred_at": _entry_moment(entry.day, entry.time), "is_archived": entry.is_archived,
+            })  # fmt: skip
+        ordered.append(chunk)
+    _upsert_chunks(experiment, ordered, redactor_for(experiment))
+
+
+def _upsert_chunks(experiment: Experiment, chunks: list[dict[str, Any]], redactor: Any) -> None:
+    """upsert_chunk for many chunks (texts already learnt from): one read, one bulk insert, a save per changed one."""
+    by_key: dict[str, dict[str, Any]] = {}
+    for chunk in chunks:
+        by_key[chunk["ref_key"]] = {**chunk, "content": redactor.text(chunk["content"])}
+    stored = {chunk.ref_key: chunk for chunk in MemoryChunk.objects.filter(experiment=experiment, ref_key__in=list(by_key))}
+    fresh = []
+    for key, fields in by_key.items():
+        chunk = stored.get(key)
+        if chunk is None:
+            fresh.append(MemoryChunk(experiment=experiment, **fields))
+            continue
+        changed = chunk.content != fields["content"]
+        for name, value in fields.items():
+            setattr(chunk, name, value)
+        if changed:
+            chunk.embedding, chunk.model_name, chunk.embedded_at = None, "", None
+        chunk.save()
+    MemoryChunk.objects.bulk_create(fresh)
+
+
 @transaction.atomic
 def archive_old_entries(*, experiment: Experiment, today: date | None = None) -> int:
     """Archive working entries older than the retention window (kept, hidden by default). Returns the count."""

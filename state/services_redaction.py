@@ -7,6 +7,9 @@ the last-line net over rendered output (HTML, JSON): known secrets in their esca
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,14 +38,43 @@ def contract_sensitive_fields(protocol: dict[str, Any]) -> list[str]:
     return names
 
 
+# Inside a read-only request's view: each experiment's known secrets, checked for freshness once per request.
+_view_known: ContextVar[dict[int, KnownSecrets] | None] = ContextVar("awp_view_known_secrets", default=None)
+
+
+@contextmanager
+def known_secrets_checked_once() -> Iterator[None]:
+    """Around a read-only view: redaction checks each experiment's known secrets once, not once per call.
+
+    A page redacts in many places (rows, header, charts), each a freshness query of the known secrets; within one
+    read they are the same. A secret learnt by a concurrent ingest meanwhile is still caught: the response net
+    (`mask_output_for`) checks again after the view.
+    """
+    token = _view_known.set({})
+    try:
+        yield
+    finally:
+        _view_known.reset(token)
+
+
+def _known(experiment_id: int) -> KnownSecrets:
+    memo = _view_known.get()
+    if memo is None:
+        return known_secrets_for(experiment_id)
+    found = memo.get(experiment_id)
+    if found is None:
+        found = memo[experiment_id] = known_secrets_for(experiment_id)
+    return found
+
+
 def redact_for(experiment: Any, value: Any) -> Any:
     """Redact `value` for the experiment: sensitive keys at any depth, every string leaf as free text."""
-    return redact(value, sensitive_fields_for(experiment), known_secrets_for(experiment.pk))
+    return redact(value, sensitive_fields_for(experiment), _known(experiment.pk))
 
 
 def redact_text_for(experiment: Any, text: str) -> str:
     """Redact free text (logs, search content, snippets, prompts) for the experiment: the one text way out."""
-    return redact_text(text, sensitive_fields_for(experiment), known_secrets_for(experiment.pk))
+    return redact_text(text, sensitive_fields_for(experiment), _known(experiment.pk))
 
 
 def mask_output_for(experiment: Any, rendered: str) -> str:
@@ -71,7 +103,7 @@ class Redactor:
 
 def redactor_for(experiment: Any) -> Redactor:
     """The same masks as redact_for / redact_text_for, resolved once for many calls."""
-    return Redactor(sensitive_fields_for(experiment), known_secrets_for(experiment.pk))
+    return Redactor(sensitive_fields_for(experiment), _known(experiment.pk))
 
 
 # -- the response net: which experiments a request reads, so every answer is value-masked for them -------------

@@ -38,14 +38,17 @@ class Command(BaseCommand):
         commands = self.companion_commands(no_demo=options["no_demo"])
         if any(command[0] == "awp_embed" for command in commands):
             os.environ.setdefault("AWP_EMBED_WORKER", "required")  # the daphne workers below ask it, never load the model
+        # Two malloc arenas per process, not 8 per core: Django runs each sync request in a thread of its own and
+        # ONNX Runtime infers on a thread pool; every arena kept the peak of what its thread did (bench/footprint.py).
+        env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
         for command in commands:
-            procs.append(subprocess.Popen([python, "manage.py", *command], preexec_fn=_default_signals))
+            procs.append(subprocess.Popen([python, "manage.py", *command], preexec_fn=_default_signals, env=env))
         listener = bind_listener(options["host"], options["port"])
         workers = max(1, options["workers"])
         daphne = [python, "-m", "awp_site.daphne_worker", "--fd", str(listener.fileno()), "awp_site.asgi:application"]
         companions = list(procs)
         for _ in range(workers):
-            procs.append(subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()]))
+            procs.append(subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()], env=env))
         listener.close()  # the workers hold it now
         url = f"http://{options['host']}:{options['port']}"
         self.stdout.write(f"  Dashboard: {url}   ({workers} daphne worker{'s' if workers != 1 else ''}; Ctrl-C stops it)")
