@@ -78,7 +78,8 @@ def state_diff(experiment: Experiment, a: Run, b: Run, seq_a: int | None, seq_b:
 @require_GET
 @experiment_view()
 def compare_runs(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    picked = [pk for pk in map(_int, request.GET.getlist("run")) if pk is not None]
+    # A is the earlier run, B the later, whatever order the Runs tab lists them in (newest first).
+    picked = sorted(pk for pk in map(_int, request.GET.getlist("run")) if pk is not None)
     if picked and not request.GET.get("a"):  # the Runs tab's "select two → Compare" form
         if len(picked) != 2:
             return render(request, "experiments/compare.html", {"experiment": experiment, "error": f"Select exactly two runs to compare ({len(picked)} selected)."}, status=400)

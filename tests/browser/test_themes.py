@@ -51,7 +51,7 @@ def test_axe_finds_nothing_in_either_colour_scheme(asgi_server, browser, scheme)
     for path in pages:
         page.goto(asgi_server.url + path)
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
-        assert background == ("rgb(18, 20, 23)" if scheme == "dark" else "rgb(247, 247, 245)"), (path, background)
+        assert background == ("rgb(21, 23, 27)" if scheme == "dark" else "rgb(247, 247, 245)"), (path, background)
         violations = check(page)
         if violations:
             found[path] = violations

@@ -67,6 +67,8 @@ def test_loop_chart_has_a_point_per_iteration_and_gains_one_live(asgi_server, pa
     # The full JSON is one click away (indented in the browser, not on the server).
     row = page.locator("#timeline-rows tr.kind-workercomplete").first
     row.locator("summary").click()
+    # The browser fires `toggle` as a task after the click: wait for the handler to have indented the payload.
+    expect(row.locator("pre.payload:not([data-json])")).to_have_count(1)
     pretty = row.locator("pre.payload").inner_text()
     assert '\n  "confidence": 0.95' in pretty
 

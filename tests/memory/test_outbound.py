@@ -189,9 +189,10 @@ def test_only_the_outbound_module_opens_connections_to_the_chat_endpoint() -> No
     assert len(modules) > 50  # the walk found the product
     names_endpoint = {str(p.relative_to(ROOT)) for p in modules if "LLM_BASE_URL" in p.read_text()}
     assert names_endpoint == {"memory/outbound.py", "awp_site/settings.py"}, names_endpoint
-    # The push client (awp_site/client.py) talks to this dashboard's own ingest API, never to a third party.
+    # The standalone push client (clients/python, re-exported by awp_site/client.py) talks to this dashboard's own
+    # API, never to a third party; it runs in the agents' processes, not in the server.
     connecting = {str(p.relative_to(ROOT)) for p in modules if HTTP_CLIENTS.search(p.read_text())}
-    assert connecting == {"memory/outbound.py", "awp_site/client.py"}, connecting
+    assert connecting == {"memory/outbound.py", "clients/python/src/awp_memory_client/client.py"}, connecting
 
 
 def test_a_secret_learnt_after_a_call_is_masked_in_the_stored_prompt_and_answer(llm, settings) -> None:  # type: ignore[no-untyped-def]
