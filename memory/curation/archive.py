@@ -9,6 +9,7 @@ Import is idempotent: a proposal already there only gains what it lacks.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
@@ -29,6 +30,7 @@ from memory.curation.models import (
     TrialArm,
     Vote,
 )
+from memory.curation.render import MARKER, marked_proposals
 from memory.models import MemoryDocument
 from state.services_redaction import redactor_for
 
@@ -85,12 +87,14 @@ def export_records(experiment: Experiment) -> Iterator[dict[str, Any]]:
     """Every record of the experiment's archive, redacted for it, in an order import can follow."""
     redact = redactor_for(experiment)
     yield {"type": "header", "format": FORMAT, "experiment": experiment.slug, "exported_at": _when(timezone.now())}
-    for doc in experiment.memory_documents.select_related("author").order_by("version"):
-        yield {"type": "memory_version", "version": doc.version, "content": redact.text(doc.content), "reason": redact.text(doc.reason),
-               "source": doc.source, "author": doc.author_label or (doc.author.get_username() if doc.author else ""),
-               "created_at": _when(doc.created_at)}  # fmt: skip
     proposals = list(experiment.proposals.select_related("superseded_by").order_by("pk"))
     names = {p.pk: _name(p) for p in proposals}
+    for doc in experiment.memory_documents.select_related("author").order_by("version"):
+        # MEMORY.md lines carry `<!-- proposal:<id> -->` markers of this database: the names travel beside them.
+        markers = {str(pk): names[pk] for pk in marked_proposals(doc.content) if pk in names}
+        yield {"type": "memory_version", "version": doc.version, "content": redact.text(doc.content), "reason": redact.text(doc.reason),
+               "source": doc.source, "author": doc.author_label or (doc.author.get_username() if doc.author else ""),
+               "created_at": _when(doc.created_at), "markers": markers}  # fmt: skip
     for p in proposals:
         yield {"type": "proposal", "name": _name(p), "text": redact.text(p.text), "edited_text": redact.text(p.edited_text),
                "status": p.status, "origin": p.origin, "version": p.version, "details": redact.value(_portable(p.details, names)),
@@ -121,6 +125,17 @@ def export_records(experiment: Experiment) -> Iterator[dict[str, Any]]:
                "status": t.status, "started_by": t.started_by, "created_at": _when(t.created_at), "decided_at": _when(t.decided_at), "arms": arms}  # fmt: skip
 
 
+def _relinked(content: str, markers: dict[str, Any], found: dict[Any, Proposal]) -> str:
+    """MEMORY.md text with the exporting database's `proposal:<id>` markers turned into this database's ids."""
+
+    def local(match: re.Match[str]) -> str:
+        name = markers.get(match.group(1))
+        known = found.get(tuple(name)) if isinstance(name, list) and len(name) == 2 else None
+        return match.group(0).replace(f"proposal:{match.group(1)}", f"proposal:{known.pk}", 1) if known else match.group(0)
+
+    return MARKER.sub(local, content)
+
+
 class ArchiveError(Exception):
     """The archive cannot be read (not JSON Lines of this format)."""
 
@@ -138,6 +153,7 @@ def import_records(experiment: Experiment, records: Iterable[dict[str, Any]], *,
     fresh_memory = not experiment.memory_documents.exists()
     source = ""
     links: list[tuple[Proposal, Any]] = []
+    documents: list[dict[str, Any]] = []
     created: set[int] = set()
 
     def proposal_of(name: Any) -> Proposal | None:
@@ -151,10 +167,7 @@ def import_records(experiment: Experiment, records: Iterable[dict[str, Any]], *,
             source = str(record.get("experiment", ""))
         elif kind == "memory_version":
             if restore and fresh_memory:
-                MemoryDocument.objects.create(experiment=experiment, version=record["version"], content=record["content"],
-                                              reason=record["reason"][:500], source=record["source"], author_label=record["author"][:200],
-                                              created_at=_parse(record["created_at"]) or timezone.now())  # fmt: skip
-                summary["memory_versions"] += 1
+                documents.append(record)  # written once every proposal exists here: markers name this database's ids
             else:
                 summary["skipped"] += 1
         elif kind == "proposal":
@@ -191,6 +204,12 @@ def import_records(experiment: Experiment, records: Iterable[dict[str, Any]], *,
     for proposal, target in links:
         proposal.superseded_by = proposal_of(target)
         proposal.save(update_fields=["superseded_by"])
+    for record in documents:
+        MemoryDocument.objects.create(experiment=experiment, version=record["version"],
+                                      content=_relinked(record["content"], record.get("markers") or {}, found),
+                                      reason=record["reason"][:500], source=record["source"], author_label=record["author"][:200],
+                                      created_at=_parse(record["created_at"]) or timezone.now())  # fmt: skip
+        summary["memory_versions"] += 1
     if restore and not fresh_memory:
         summary["memory_versions"] += _add_restored_lines(experiment, [p for p in found.values() if p.pk in created])
     return {"experiment": experiment.slug, "from": source, "restore": restore, **summary}

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 SECTION_TITLES = {"fact": "Facts", "tool": "Tool Recipes", "antipattern": "Antipatterns", "reflection": "Reflections"}
 PRIOR_CAP = 3000
 TRUNCATED = "\n… (truncated)"
-_MARKER = re.compile(r"<!-- proposal:(\d+)(?: v\d+)? -->")
+MARKER = re.compile(r"<!-- proposal:(\d+)(?: v\d+)? -->")
 _FACT_LINE = re.compile(r"^- \[([^\]]*)\]\s?(.*)$")
 
 
@@ -25,11 +25,11 @@ def promoted_line(*, text: str, proposal_id: int, version: int) -> str:
 
 def marked_proposals(content: str) -> set[int]:
     """Proposal ids that have a line in this MEMORY.md."""
-    return {int(match.group(1)) for match in _MARKER.finditer(content)}
+    return {int(match.group(1)) for match in MARKER.finditer(content)}
 
 
 def _is_marked(line: str, proposal_id: int) -> bool:
-    return any(int(m.group(1)) == proposal_id for m in _MARKER.finditer(line))
+    return any(int(m.group(1)) == proposal_id for m in MARKER.finditer(line))
 
 
 def remove_promoted(content: str, proposal_id: int) -> str:
@@ -141,7 +141,7 @@ def merge_memory_md(disk: str | None, ours: str, previously_written: str) -> str
     if disk is None:
         return ours
     known = set(ours.splitlines()) | set(previously_written.splitlines())
-    extra = [line for line in disk.splitlines() if line.strip() and line not in known and not _MARKER.search(line)]
+    extra = [line for line in disk.splitlines() if line.strip() and line not in known and not MARKER.search(line)]
     if not extra:
         return ours
     return ours.rstrip("\n") + "\n\n" + "\n".join(extra) + "\n"

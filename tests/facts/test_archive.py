@@ -96,3 +96,71 @@ def test_restored_exposures_follow_the_run_ids_and_the_new_fact_ids(experiment, 
     assert list(Exposure.objects.filter(run__experiment=other).values_list("item", "proposal_id", "agent_id")) == [
         (f"proposal:{restored.pk}", restored.pk, "manager")
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_export_then_restore_into_a_fresh_database_reproduces_the_history(experiment, curator, tmp_path):
+    """Another deployment: a new database, migrated from nothing, gets the same facts, versions, evidence links,
+    lifecycle events and MEMORY.md versions from the archive alone (no ids of this database travel)."""
+    import os
+    import subprocess
+    import sys
+
+    from django.db import connection
+
+    from awp_site.db import embedded_url
+    from tests.conftest import ROOT, subprocess_env
+
+    with connection.cursor() as cursor:  # this database's ids are not the fresh one's (MEMORY.md markers name them)
+        cursor.execute(f"SELECT setval(pg_get_serial_sequence('{Proposal._meta.db_table}', 'id'), 1000)")
+    pinned, retired = _proposed(experiment), _proposed(experiment, "fact_collector: FACT_ARCHIVE_B: 7 is prime.")
+    for fact in (pinned, retired):
+        review_proposal(proposal=fact, reviewer=curator, verdict="approve")
+    lifecycle.pin_fact(proposal=pinned, actor=curator, reason="always relevant")
+    lifecycle.retire_fact(proposal=retired, actor=curator, reason="superseded by a better source")
+    path = tmp_path / "memory.jsonl"
+    _command("export", "--experiment", experiment.slug, "--out", str(path))
+
+    name = f"awp_fresh_{os.getpid()}"
+    with connection.cursor() as cursor:
+        cursor.execute(f'CREATE DATABASE "{name}"')
+    env = {**subprocess_env(), "DATABASE_URL": embedded_url(connection.settings_dict, name)}
+
+    def manage(*args: str) -> str:
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    probe = ("import json; from tests.facts.test_archive import portable_history; "
+             "print(json.dumps(portable_history('{slug}'), default=str))")  # fmt: skip
+    try:
+        manage("migrate", "--no-input", "-v", "0")
+        manage("shell", "-c", "from experiments.models import Experiment; Experiment.objects.create(slug='fresh', name='Fresh')")
+        summary = json.loads(manage("awp_memory", "import", str(path), "--experiment", "fresh", "--restore").strip().splitlines()[-1])
+        there = json.loads(manage("shell", "-c", probe.format(slug="fresh")).strip().splitlines()[-1])
+    finally:
+        connection.close()  # the server refuses to drop a database while anything (ours is not) is connected to it
+        with connection.cursor() as cursor:
+            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    here = json.loads(json.dumps(portable_history(experiment.slug), default=str))
+    assert summary["proposals"] == 2 and there == here
+    assert [e[1] for e in there["events"]] == ["promote", "promote", "pin", "retire"]
+
+
+def portable_history(slug: str) -> dict:
+    """An experiment's memory history with MEMORY.md's `proposal:<id>` markers named by (kind, key): comparable
+    across databases."""
+    from experiments.models import Experiment
+    from memory.curation.render import MARKER
+    from tests.facts.test_real_runtime import _history
+
+    experiment = Experiment.objects.get(slug=slug)
+    history = _history(experiment)
+    names = {p.pk: f"{p.kind}/{p.key}" for p in Proposal.objects.filter(experiment=experiment)}
+
+    def named(match) -> str:  # type: ignore[no-untyped-def]
+        start, end = match.start(1) - match.start(0), match.end(1) - match.start(0)
+        return match.group(0)[:start] + names.get(int(match.group(1)), "?") + match.group(0)[end:]
+
+    history["memory"] = [(v, MARKER.sub(named, c), src) for v, c, src in history["memory"]]
+    return history
