@@ -15,18 +15,18 @@ import asyncio
 import hashlib
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 
 from awp_site.apierrors import ApiError
-from memory_mcp.principal import Credentials, authenticate
-from memory_mcp.server import AGENT_HEADER, build_server
+from memory_mcp.principal import AGENT_HEADER, Credentials, authenticate
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 MOUNT = "/mcp"
 VERIFIED_FOR_SECONDS = 60.0
@@ -131,6 +131,11 @@ class McpMount:
         if self._loop is not loop:
             # One manager per event loop (daphne has one); its run() lives in a task of that loop.
             self._loop, self._ready = loop, loop.create_future()
+            # The SDK (~20 MB per process) is imported on the first /mcp/ call, not by every worker at start.
+            from mcp.server.transport_security import TransportSecuritySettings
+
+            from memory_mcp.server import build_server
+
             server = build_server()
             # The Starlette app it returns is not used: only its session manager, mounted here.
             server.streamable_http_app(

@@ -14,6 +14,9 @@ from django.utils import timezone
 from awp_site.ratelimit import check_rate
 from experiments.models import ApiToken, Experiment
 
+# The header an MCP client names its agent in (an `agent_id` argument wins over it).
+AGENT_HEADER = "x-awp-agent"
+
 
 @dataclass(frozen=True)
 class Principal:

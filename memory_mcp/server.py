@@ -25,8 +25,6 @@ from pydantic import Field
 from memory_mcp import tools
 from memory_mcp.principal import Credentials, Principal
 
-AGENT_HEADER = "x-awp-agent"
-
 # The scope each tool needs; tools/list shows a token only the tools its scopes allow.
 TOOL_SCOPES = {
     "memory_search": "memory:read",
