@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 
 from awp_site.dberrors import RETRY_AFTER_SECONDS, answer_for
 from awp_site.ratelimit import hit, per_minute
-from experiments.watch_health import watcher_reports
+from experiments.watch_health import watcher_id, watcher_reports
 
 
 @require_GET
@@ -27,11 +27,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
     waiting for vectors) and each folder watcher (last pass, lag). They make the answer `degraded`, never a
     503: the dashboard still serves pages and ingest without them.
     """
-    body = health_report()
+    body = health_report(paths=False)
     return JsonResponse(body, status=200 if body["ok"] else 503)
 
 
-def health_report() -> dict[str, Any]:
+def health_report(*, paths: bool = True) -> dict[str, Any]:
+    """The health of the deployment; without `paths` (the anonymous /healthz) watchers are named by an id, not
+    by the folder they follow."""
     body: dict[str, Any] = {"ok": True}
     try:
         with connection.cursor() as cursor:
@@ -49,6 +51,10 @@ def health_report() -> dict[str, Any]:
     degraded = []
     if body["embedding"]["enabled"] and body["embedding"]["required"] and body["embedding"]["socket"] != "answering":
         degraded.append("embedding_worker")
+    if not paths:
+        for report in body["watchers"]:
+            report["folder"] = watcher_id(report["folder"])
+            report["error"] = "failed" if report.get("error") else ""
     degraded += [f"watcher:{w['folder']}" for w in body["watchers"] if not w["running"] or w.get("error")]
     body["degraded"] = degraded
     return body

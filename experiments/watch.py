@@ -171,6 +171,13 @@ def watch_folders(
     finally:
         changes.close()
         locks.close()
+        _forget(folders)
+
+
+def _forget(folders: list[Path]) -> None:
+    from experiments.watch_health import forget_passes
+
+    forget_passes(folders)
 
 
 def _report(folder: Path, **report: Any) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from experiments.watch_health import record_pass
+from experiments.watch_health import forget_passes, record_pass, watcher_id
 from memory import embeddings
 from tests.factories import make_experiment, make_member, make_token
 
@@ -72,11 +72,29 @@ def test_healthz_reports_each_watcher_with_last_pass_and_lag(client, data_dir):
     record_pass(Path("/work/b"), new_events=0, seconds=0.01)
     stopped = next(p for p in (data_dir / "watchers").iterdir() if '"/work/b"' in p.read_text())
     stopped.write_text(json.dumps({**json.loads(stopped.read_text()), "pid": 2**22 + 12345}))  # its process is gone
-    watchers = {w["folder"]: w for w in client.get("/healthz").json()["watchers"]}
-    assert watchers["/work/a"]["running"] is True and watchers["/work/a"]["new_events"] == 3
-    assert watchers["/work/a"]["seconds_since_last_pass"] < 60 and "lag_seconds" in watchers["/work/a"]
-    assert watchers["/work/b"]["running"] is False
-    assert "watcher:/work/b" in client.get("/healthz").json()["degraded"]
+    body = client.get("/healthz").json()
+    assert "/work/" not in json.dumps(body)  # /healthz needs no login: folders are named by an id, not a path
+    watchers = {w["folder"]: w for w in body["watchers"]}
+    a, b = watcher_id("/work/a"), watcher_id("/work/b")
+    assert watchers[a]["running"] is True and watchers[a]["new_events"] == 3
+    assert watchers[a]["seconds_since_last_pass"] < 60 and "lag_seconds" in watchers[a]
+    assert watchers[b]["running"] is False
+    assert f"watcher:{b}" in body["degraded"]
+
+
+def test_watchers_of_another_deployment_or_stopped_cleanly_are_not_reported(client, data_dir, settings):
+    """A test run and `make run` may share a data folder: each reports its own database's watchers; a watcher
+    that stops cleanly takes its report away."""
+    record_pass(Path("/work/mine"), new_events=1, seconds=0.01)
+    real = settings.DATABASES["default"]["NAME"]
+    settings.DATABASES["default"]["NAME"] = "another_deployment"
+    try:
+        record_pass(Path("/work/theirs"), new_events=1, seconds=0.01)
+    finally:
+        settings.DATABASES["default"]["NAME"] = real
+    assert [w["folder"] for w in client.get("/healthz").json()["watchers"]] == [watcher_id("/work/mine")]
+    forget_passes([Path("/work/mine")])
+    assert client.get("/healthz").json()["watchers"] == []
 
 
 def test_semantic_search_says_the_worker_is_down_instead_of_loading_the_model(data_dir, monkeypatch):
