@@ -110,6 +110,11 @@ def random_token_near(text: str, pos: int) -> bool:
     return False
 
 
+def _public(text: str, start: int, name: str) -> bool:
+    """A public key, signature or key id (`public_key`, `publicKey`, `public key: …`) announces nothing secret."""
+    return "public" in normalise_key(name) or text[max(0, start - 8) : start].rstrip(" \t_-").lower().endswith("public")
+
+
 def _announces(name: str) -> bool:
     """A name whose last word announces a value without being a sensitive name (`DEPLOY_KEY`, `key`)."""
     return normalise_key(name).rsplit("_", 1)[-1] in ANNOUNCING_NAMES
@@ -157,6 +162,28 @@ def _name_at(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+# A name/value pair: the name is the value of a name field and a value field follows in the same object or list
+# item (`{"key": "merchantSecret", "value": "…"}`, `- name: DB_PASSWORD` / `  value: …`, `Name=api_key,Value=…`).
+_NAME_FIELD = re.compile(r"""(?i:(?<![\w-])(?:key|name|variable|parameter|param|label))["'`]?[ \t]*[:=][ \t]*["'`]?$""")
+_VALUE_FIELD = re.compile(
+    r"""["'`]?[ \t]*(?:,[ \t]*|\r?\n[ \t]*(?:-[ \t]+)?)["'`]?(?i:value|current_?value|val)["'`]?[ \t]*[:=][ \t]*"""
+)
+
+
+def _pair_value(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """(start, end) of the value paired with the name at text[start:end], or None when it stands in no pair."""
+    if not _NAME_FIELD.search(text, max(0, start - 40), start):
+        return None
+    field = _VALUE_FIELD.match(text, end)
+    if field is None:
+        return None
+    quoted = _QUOTED_VALUE.match(text, field.end())
+    if quoted:
+        return quoted.span(2)
+    bare = _BARE_VALUE.match(text, field.end())
+    return bare.span() if bare else None
+
+
 def _value_after(text: str, pos: int) -> tuple[int, int, bool] | None:
     """(start, end, strong) of the value after a name ending at pos; strong when the join says it is a value."""
     while pos < len(text) and text[pos] in "\"'`*_":
@@ -202,9 +229,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             checked = end
             name = text[start:end].strip(".-_")
             announcing = not is_sensitive(name, sensitive)
-            if announcing and not _announces(name):
+            if announcing and (not _announces(name) or _public(text, start, name)):
                 continue
-            found = _value_after(text, end)
+            pair = None if announcing else _pair_value(text, start, end)
+            found = (*pair, True) if pair else _value_after(text, end)
             if found is None:
                 announced = _announced_after(text, end)
                 found = None if announced is None else (*announced, False)

@@ -336,6 +336,18 @@ def _redact_json_text(text: str, sensitive: frozenset[str], known: KnownSecrets 
 # -- JSON ----------------------------------------------------------------------------------------------------
 
 _PATH_WORD = re.compile(r"[A-Za-z_][\w-]*")
+# A name/value pair: a field naming what the value fields beside it hold (a delta's path, an env entry's name).
+_NAME_FIELDS = frozenset({"path", "key", "name", "variable", "parameter", "param", "label"})
+_VALUE_FIELDS = frozenset({"value", "current_value", "initial_value", "val"})
+
+
+def names_its_value(value: dict[Any, Any], sensitive: frozenset[str]) -> bool:
+    """Whether a dict is a name/value pair whose name field names a sensitive field (its value fields are)."""
+    for key, item in value.items():
+        if isinstance(item, str) and len(item) <= 200 and normalise_key(str(key)) in _NAME_FIELDS:
+            if any(is_sensitive(word, sensitive) for word in _PATH_WORD.findall(item)):
+                return True
+    return False
 
 
 def redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None = None) -> Any:
@@ -356,10 +368,14 @@ def _redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None, o
         for k, v in value.items():
             shown = _redact(v, sensitive, known, own) if not is_sensitive(str(k), sensitive) else REDACTED
             out[_unique(_mask_key(k, known, own), out)] = shown
-        # A delta names its field in `path`, not as a key: {"path": "$.vault.api_key", "value": "sk-…"}.
-        path = value.get("path")
-        if isinstance(path, str) and "value" in out and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path)):
-            out["value"] = REDACTED
+        # A delta names its field in `path`, not as a key: {"path": "$.vault.api_key", "value": "sk-…"}; a
+        # name/value pair in a name field: {"key": "merchantSecret", "value": "…"}, {"Name": "DB_PASSWORD", …}.
+        if names_its_value(value, sensitive):
+            for key in out:
+                # A number beside a label ({"label": "Token usage", "value": 1234}) stays; a delta's value never.
+                plain = out[key] is None or isinstance(out[key], bool | int | float)
+                if normalise_key(str(key)) in _VALUE_FIELDS and ("path" in value or not plain):
+                    out[key] = REDACTED
         return out
     if isinstance(value, list | tuple):
         return [_redact(item, sensitive, known, own) for item in value]
@@ -469,10 +485,9 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
         if parse_text:
             found.update(_text_secrets(value, sensitive))
     elif isinstance(value, dict):
-        path = value.get("path")
-        path_hit = isinstance(path, str) and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path))
+        paired = names_its_value(value, sensitive)
         for key, item in value.items():
-            if is_sensitive(str(key), sensitive) or (path_hit and key == "value"):
+            if is_sensitive(str(key), sensitive) or (paired and normalise_key(str(key)) in _VALUE_FIELDS):
                 found.update(leaf.strip() for leaf in _leaves(item))
                 if parse_text:
                     for leaf in _leaves(item):

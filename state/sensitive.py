@@ -30,7 +30,7 @@ LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cook
 # Names that announce a value without making a key sensitive (`DEPLOY_KEY: …`, "the key for staging: …"): what
 # they name is a credential only when it looks random (`state.freetext.looks_random`); a cache key, a primary key
 # or `key: user.name` is not.
-ANNOUNCING_NAMES = frozenset({"key"})
+ANNOUNCING_NAMES = frozenset({"key", "sig", "signature"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
