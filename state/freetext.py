@@ -216,6 +216,19 @@ def _value_after(text: str, pos: int) -> tuple[int, int, bool] | None:
     return start, end, kind in ("attr", "eq")
 
 
+def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], announcing: bool) -> bool:
+    """Whether the value found after the name at text[start:end] is a credential."""
+    value_start, value_end, strong = found
+    value = text[value_start:value_end]
+    if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value):
+        return False
+    if announcing:
+        # A name that is not sensitive names a credential only when the value could be nothing else.
+        return value_start - end <= ANNOUNCED_GAP and looks_random(value)
+    # After a flag (`--db-password x`, `-password x`) the next word is its value, whatever it looks like.
+    return strong or text[start] == "-" or _looks_secret(value)
+
+
 def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
     """Where credentials stand in free text after a name without `:`/`=`, after a name that announces them, on a
     command line or in a cookie."""
@@ -232,23 +245,13 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             if announcing and (not _announces(name) or _public(text, start, name)):
                 continue
             pair = None if announcing else _pair_value(text, start, end)
-            found = (*pair, True) if pair else _value_after(text, end)
-            if found is None:
-                announced = _announced_after(text, end)
-                found = None if announced is None else (*announced, False)
-            if found is None:
-                continue
-            value_start, value_end, strong = found
-            value = text[value_start:value_end]
-            if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value):
-                continue
-            if announcing:
-                # A name that is not sensitive names a credential only when the value could be nothing else.
-                if value_start - end <= ANNOUNCED_GAP and looks_random(value):
-                    yield value_start, value_end
-            # After a flag (`--db-password x`, `-password x`) the next word is its value, whatever it looks like.
-            elif strong or text[start] == "-" or _looks_secret(value):
-                yield value_start, value_end
+            after = _value_after(text, end)
+            announced = _announced_after(text, end)
+            # The value after the name's join first; failing that, the one a colon later on the line announces.
+            for found in ((*pair, True) if pair else None, after, None if announced is None else (*announced, False)):
+                if found is not None and _credential(text, start, end, found, announcing):
+                    yield found[0], found[1]
+                    break
         yield from _cookie_spans(text)
     if CLI_HINT.search(text):
         for pattern in _CLI:

@@ -157,6 +157,14 @@ def name_spellings(sensitive: frozenset[str]) -> Any:
     return automaton
 
 
+_ESCAPE = re.compile(r"\\(?:[nrtbf]|u[0-9a-fA-F]{4})")
+
+
+def _after_escape(text: str, start: int) -> bool:
+    """Whether a JSON escape (`\\n`, `\\u00e9`) ends just before start: in the text it stands for, a word starts here."""
+    return _ESCAPE.fullmatch(text, max(0, start - 6), start) is not None or _ESCAPE.fullmatch(text, max(0, start - 2), start) is not None
+
+
 def names_a_credential(text: str, sensitive: frozenset[str], announced: Callable[[str, int], bool]) -> bool:
     """Whether a word of `text` is, or ends in, a sensitive name, or an announcing name stands where
     `announced(text, end)` says a value may follow: False means no key, free-text or announced-value mask finds
@@ -177,7 +185,7 @@ def names_a_credential(text: str, sensitive: frozenset[str], announced: Callable
             continue
         if rule != ENDS_WORD:
             start = end - length + 1
-            if start > 0 and text[start - 1] in _WORD_CHARS and not text[start].isupper():
+            if start > 0 and text[start - 1] in _WORD_CHARS and not text[start].isupper() and not _after_escape(text, start):
                 continue
         if rule != ANNOUNCING or announced(text, end + 1):
             return True
