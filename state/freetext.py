@@ -96,18 +96,22 @@ def looks_random(value: str) -> bool:
 # indentation (ANNOUNCED_GAP); in the serialized text a gate reads, JSON escapes make it at most 12 times longer.
 ANNOUNCED_GAP = 64
 ANNOUNCED_REACH = 12 * ANNOUNCED_GAP
-_STRETCH = re.compile(r"""[^\s"'`]{16,}""")
+
+
+# For the gate: whitespace and quotes end a stretch (a space), the rest as for `class_switches`; a stretch with
+# MIN_SWITCHES + 1 runs of one kind (possessive: each run takes all of its kind) from a stretch's start is a
+# stretch with MIN_SWITCHES (a value inside a stretch has at most the stretch's switches).
+_GATE_KINDS = {**_KINDS, **dict.fromkeys(map(ord, " \t\n\r\f\v\"'`"), " ")}
+_SWITCHY = re.compile(r"(?<![^ ])(?:a++|A++|0++|[^aA0 ]++){" + str(MIN_SWITCHES + 1) + "}")
+_STRETCH_END = re.compile(r"""[\s"'`]""")
 
 
 def random_token_near(text: str, pos: int) -> bool:
     """Whether a stretch with MIN_SWITCHES starts within reach after pos: the one sign an announced value leaves
-    (the value, in any escaping, lies inside such a stretch)."""
-    for stretch in _STRETCH.finditer(text, pos):
-        if stretch.start() > pos + ANNOUNCED_REACH:
-            return False
-        if class_switches(stretch.group()) >= MIN_SWITCHES:
-            return True
-    return False
+    (the value, in any escaping, lies inside such a stretch). Two C passes over the reach."""
+    stop = _STRETCH_END.search(text, pos + ANNOUNCED_REACH)
+    window = text[pos : stop.start() if stop else len(text)]
+    return _SWITCHY.search(window.translate(_GATE_KINDS)) is not None
 
 
 def _public(text: str, start: int, name: str) -> bool:

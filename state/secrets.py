@@ -74,15 +74,18 @@ def learn_from_events(run: Run, events: list[Event], ctx: ProjectionContext) -> 
     sensitive = sensitive_fields_for(run.experiment)
     found: set[str] = set()
     for event in events:
-        found |= event_secrets(event.kind, event.agent_id or "", event.payload, sensitive)
+        stored = event.__dict__.get("stored_json")  # bytes the ingest already wrote (JSON text, UTF-8)
+        found |= event_secrets(event.kind, event.agent_id or "", event.payload, sensitive, serialized=stored.decode() if stored else None)
     if found:
         learn_secrets(experiment_id=run.experiment_id, values=found)
 
 
-def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str]) -> set[str]:
+def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> set[str]:
     """The credentials one event carries: under sensitive keys, in any free-text shape of its strings, and in its
-    dict keys, kind and agent id (a token used as a metric name or a key is a token all the same)."""
-    serialized = json.dumps(payload, ensure_ascii=False, default=str)
+    dict keys, kind and agent id (a token used as a metric name or a key is a token all the same). `serialized`:
+    the payload's JSON text when the caller has it (non-ASCII unescaped, as `json.dumps(ensure_ascii=False)`)."""
+    if serialized is None:
+        serialized = json.dumps(payload, ensure_ascii=False, default=str)
     # One C-speed pass over the serialized event first: most events hold nothing a secret could be.
     if not may_hold_secrets(f"{kind}\n{agent_id}\n{serialized}", sensitive):
         return set()
