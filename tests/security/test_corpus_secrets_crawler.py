@@ -15,6 +15,7 @@ import io
 import json
 from typing import Any
 
+import ahocorasick
 import pytest
 import requests
 from django.conf import settings
@@ -44,14 +45,17 @@ BLIND_DOCS = {"HOLDOUT2": [d for d in holdout2.documents() if d.secrets], "HOLDO
 
 
 def _visible(values: list[str], bodies: dict[str, str]) -> dict[str, list[str]]:
-    """Each planted value found in any body, in any of its escaped forms, with where."""
-    found: dict[str, list[str]] = {}
+    """Each planted value found in any body, in any of its escaped forms, with where (one automaton pass per body)."""
+    automaton = ahocorasick.Automaton()
     for value in values:
-        forms = escaped_forms(value)
-        where = [name for name, body in bodies.items() if any(form in body for form in forms)]
-        if where:
-            found[value] = where[:3]
-    return found
+        for form in escaped_forms(value):
+            automaton.add_word(form, value)
+    automaton.make_automaton()
+    found: dict[str, list[str]] = {}
+    for name, body in bodies.items():
+        for value in {value for _, value in automaton.iter(body)}:
+            found.setdefault(value, []).append(name)
+    return {value: where[:3] for value, where in found.items()}
 
 
 def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_token(tmp_path, fake_llm, live_server_factory):
