@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -30,9 +31,11 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
+from psycopg.types.numeric import Int8
 
 from awp_site.apierrors import ApiError
 from awp_site.auth import CountedRates, check_address_rate, hit_token_rate
+from awp_site.db import prepared_cursor
 from awp_site.jsonbody import parse_json_body
 from awp_site.live import run_advanced_expression
 from experiments.ingest import LEDGER_COLUMNS, _existing_seqs
@@ -106,7 +109,7 @@ def one_statement_push(request: HttpRequest) -> HttpResponse | None:
     if token is None or "ingest" not in token.scopes or (slug and slug != token.experiment.slug):
         return None
     experiment = token.experiment
-    notify = run_advanced_expression(run_sql="r.id", seq_sql="ins.seq", experiment_id=experiment.pk)
+    notify = run_advanced_expression(run_sql="r.id", seq_sql="ins.seq", experiment_sql="r.experiment_id")
     if notify is None or needs_projection(event, experiment):
         return None
     wait = hit_token_rate(token.id)
@@ -181,8 +184,27 @@ def _write(
     """The one statement: (token valid, run id or None, run head, seq of a duplicate, new seq, known-secret stamp)."""
     now = timezone.now()
     notify_sql, notify_params = notify
-    experiment_id = token.experiment.pk
-    sql = f"""
+    experiment_id = Int8(token.experiment.pk)
+    params = [
+        Int8(token.id), hashed, experiment_id, token.experiment.slug, token.protocol_md5,
+        now, now - timedelta(seconds=TOKEN_USE_EVERY_SECONDS),
+        experiment_id, run_id, event.dedupe_key,
+        event.kind, event.agent_id, event.iteration, event.depth, event.occurred_at, now, event.payload_bytes.decode(), event.dedupe_key, event.ts_source,
+        now, *notify_params, experiment_id,
+    ]  # fmt: skip
+    with prepared_cursor() as cursor:
+        cursor.execute(_statement(notify_sql), params)
+        valid, run_pk, head, known, seq, _notified, stamp = cursor.fetchone()
+    return valid, run_pk, head, known, seq, stamp
+
+
+@lru_cache(maxsize=4)
+def _statement(notify_sql: str) -> str:
+    """The statement's text: the same for every push (parameters only), so each pooled connection prepares it once.
+
+    Every parameter in a select list carries its type: a prepared statement gets no type from a literal's context.
+    """
+    return f"""
         WITH tok AS (
             SELECT t.id FROM experiments_apitoken t JOIN experiments_experiment e ON e.id = t.experiment_id
             WHERE t.id = %s AND t.hashed_secret = %s AND t.revoked_at IS NULL AND 'ingest' = ANY(t.scopes)
@@ -194,11 +216,16 @@ def _write(
                 FOR UPDATE SKIP LOCKED
             )
         ),
-        r AS (SELECT id, last_seq FROM experiments_run WHERE experiment_id = %s AND run_id = %s AND EXISTS (SELECT 1 FROM tok) FOR UPDATE),
+        r AS (
+            SELECT id, last_seq, experiment_id FROM experiments_run
+            WHERE experiment_id = %s AND run_id = %s AND EXISTS (SELECT 1 FROM tok) FOR UPDATE
+        ),
         dup AS (SELECT e.seq FROM experiments_event e JOIN r ON e.run_id = r.id WHERE e.dedupe_key = %s),
         ins AS (
             INSERT INTO experiments_event ({", ".join(LEDGER_COLUMNS)})
-            SELECT r.id, r.last_seq + 1, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s FROM r WHERE NOT EXISTS (SELECT 1 FROM dup)
+            SELECT r.id, r.last_seq + 1, %s::varchar, %s::varchar, %s::integer, %s::smallint, %s::timestamptz, %s::timestamptz,
+                   %s::jsonb, %s::varchar, %s::varchar
+            FROM r WHERE NOT EXISTS (SELECT 1 FROM dup)
             ON CONFLICT (run_id, dedupe_key) DO NOTHING
             RETURNING seq
         ),
@@ -207,14 +234,3 @@ def _write(
                ({STAMP_SQL})
         FROM (VALUES (1)) AS one LEFT JOIN r ON true
     """
-    params = [
-        token.id, hashed, experiment_id, token.experiment.slug, token.protocol_md5,
-        now, now - timedelta(seconds=TOKEN_USE_EVERY_SECONDS),
-        experiment_id, run_id, event.dedupe_key,
-        event.kind, event.agent_id, event.iteration, event.depth, event.occurred_at, now, event.payload_bytes.decode(), event.dedupe_key, event.ts_source,
-        now, *notify_params, experiment_id,
-    ]  # fmt: skip
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        valid, run_pk, head, known, seq, _notified, stamp = cursor.fetchone()
-    return valid, run_pk, head, known, seq, stamp

@@ -93,7 +93,9 @@ def _client(experiment: Experiment) -> Client:
 
 
 @pytest.mark.django_db
-def test_a_one_event_push_is_one_statement():
+@pytest.mark.parametrize("prepared", [True, False])
+def test_a_one_event_push_is_one_statement(settings, prepared):
+    settings.AWP_PREPARED_STATEMENTS = prepared  # prepared on the server, or bound on the client as Django does
     client = _client(make_experiment())
     status, body, statements = _statements(client, "r", {"kind": "log", "idempotency_key": "one", "payload": {"msg": "hi"}})
     # token check, run lock, dedupe, insert, head, NOTIFY and the known-secret stamp: one statement, in autocommit
