@@ -162,11 +162,17 @@ def prepared_cursor() -> Iterator[Any]:
             yield cursor
         return
     connection.ensure_connection()
-    # Django turns preparing off (None); a threshold no count reaches lets only prepare=True prepare.
-    connection.connection.prepare_threshold = sys.maxsize
-    raw = _PreparingCursor(connection.connection)
-    with _debug_wrapper()(raw, connection) if connection.queries_logged else connection.make_cursor(raw) as cursor:
-        yield cursor
+    conn = connection.connection
+    # Django turns preparing off (None). Only while this cursor runs, a threshold no count reaches lets prepare=True
+    # prepare: with a threshold set, psycopg would also count every query of Django's cursors by its text (with
+    # client-side binding the text holds the parameters: megabytes for a large batch, kept per connection).
+    conn.prepare_threshold = sys.maxsize
+    try:
+        raw = _PreparingCursor(conn)
+        with _debug_wrapper()(raw, connection) if connection.queries_logged else connection.make_cursor(raw) as cursor:
+            yield cursor
+    finally:
+        conn.prepare_threshold = None
 
 
 class _PreparingCursor(psycopg.Cursor):  # type: ignore[type-arg]
