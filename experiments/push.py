@@ -64,12 +64,6 @@ _lock = threading.Lock()
 MAX_TOKENS = 1000
 
 
-def forget_tokens() -> None:
-    """Drop what this process knows of tokens (tests that reuse ids across databases)."""
-    with _lock:
-        _tokens.clear()
-
-
 def view(general: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
     """The view of POST /api/v1/ingest: the one-statement push when it applies, else `general` (ninja's view)."""
 
