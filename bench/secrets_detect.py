@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from state.redaction import KnownSecrets, redact_text, sensitive_set, text_secrets  # noqa: E402
 from tests.corpus.secrets import Document  # noqa: E402
 from tests.corpus.secrets.holdout import generate as holdout  # noqa: E402
+from tests.corpus.secrets.holdout2 import generate as holdout2  # noqa: E402
+from tests.corpus.secrets.holdout3 import generate as holdout3  # noqa: E402
 from tests.corpus.secrets.tune import generate as tune  # noqa: E402
 
 Detector = Callable[[str], set[str]]
@@ -131,12 +133,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--holdout", action="store_true", help="also print the HOLDOUT figures")
+    parser.add_argument("--holdout2", action="store_true", help="also print the HOLDOUT2 figures (written blind, after HOLDOUT was spent)")
+    parser.add_argument("--holdout3", action="store_true", help="also print the HOLDOUT3 figures (written blind, after HOLDOUT2 was spent)")
     parser.add_argument("--missed", action="store_true", help="list the shapes a candidate missed (TUNE only)")
     args = parser.parse_args()
     sensitive = default_sensitive()
     parts = {"TUNE": tune.documents()}
     if args.holdout:
         parts["HOLDOUT"] = holdout.documents()
+    if args.holdout2:
+        parts["HOLDOUT2"] = holdout2.documents()
+    if args.holdout3:
+        parts["HOLDOUT3"] = holdout3.documents()
     print(f"load average {os.getloadavg()}")
     for part, docs in parts.items():
         print(f"\n{part}: {sum(len(d.secrets) for d in docs)} planted values in {len(docs)} documents")
@@ -147,7 +155,7 @@ def main() -> None:
             r = measure(name, detect, docs, sensitive)
             print(f"{name:28} {r['learnt']:>4}/{r['planted']:<4} {r['pipeline']:>4}/{r['planted']:<4} "
                   f"{r['false']:>3}/{r['clean']:<3} {r['s_per_mb']:>8.3f}")  # fmt: skip
-            if args.missed and part == "TUNE":
+            if args.missed and r["missed"]:
                 print("   missed:", ", ".join(r["missed"]))  # type: ignore[arg-type]
 
 

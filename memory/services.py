@@ -10,6 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from awp_site.bulk import insert_rows
 from experiments.models import Event, Experiment, Run
 from memory.access import TARGET_TIER, access_level, allows
 from memory.chunks import upsert_chunk
@@ -180,7 +181,9 @@ def log_worker_results(*, run: Run, events: list[Event]) -> None:
         })  # fmt: skip
     existing = set(MemoryEntry.objects.filter(experiment=experiment, dedupe_key__in=list(entries)).values_list("dedupe_key", flat=True))
     # Under the run's lock no one else writes entries keyed by this run's seqs: every pk comes back.
-    created = {entry.dedupe_key: entry for entry in MemoryEntry.objects.bulk_create([e for k, e in entries.items() if k not in existing])}
+    fresh_entries = [e for k, e in entries.items() if k not in existing]
+    insert_rows(fresh_entries, returning="id")
+    created = {entry.dedupe_key: entry for entry in fresh_entries}
     ordered: list[dict[str, Any]] = []
     for chunk in chunks:
         entry = created.pop(chunk.pop("entry"), None)
@@ -211,7 +214,7 @@ def _upsert_chunks(experiment: Experiment, chunks: list[dict[str, Any]], redacto
         if changed:
             chunk.embedding, chunk.model_name, chunk.embedded_at = None, "", None
         chunk.save()
-    MemoryChunk.objects.bulk_create(fresh)
+    insert_rows(fresh)
 
 
 @transaction.atomic

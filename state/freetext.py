@@ -16,9 +16,10 @@ credential costs one regex pass.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterator
 
-from state.sensitive import REDACTED, is_maskable, is_sensitive, key_hint
+from state.sensitive import ANNOUNCING_NAMES, REDACTED, is_maskable, is_sensitive, key_hint, normalise_key
 
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
@@ -60,6 +61,102 @@ def _looks_secret(value: str) -> bool:
     return sum(kinds) >= 2 and not value.startswith(("http://", "https://", "/", "$", "{", "%"))
 
 
+# Each character as its kind: a lower-case letter, an upper-case letter, a digit; separators (`_-.:/`) dropped;
+# anything else (symbols, other scripts) one kind of its own.
+_KINDS = str.maketrans(
+    {**dict.fromkeys(string.ascii_lowercase, "a"), **dict.fromkeys(string.ascii_uppercase, "A"),
+     **dict.fromkeys(string.digits, "0"), **dict.fromkeys("_-.:/")}  # fmt: skip
+)
+_RUNS = re.compile(r"a+|A+|0+|[^aA0]+")
+
+
+def class_switches(value: str) -> int:
+    """How often the kind of character (lower, upper, digit, anything else) changes along a value, separators
+    (`_-.:/`) skipped: random text switches at every second or third character, words and names seldom. A
+    text holding a value holds at least its switches (inserting a character never removes one)."""
+    return max(0, len(_RUNS.findall(value.translate(_KINDS))) - 1)
+
+
+MIN_SWITCHES = 6
+
+
+def looks_random(value: str) -> bool:
+    """A value nobody types as a word, a name or an identifier: 16 characters or more without a space whose kind
+    of character switches at least every third character (`3f2a9c1e-…`, `aCnmxCi8…`, not `worker_3-step-12`,
+    `user:42:profile`, `handler_1(request):`)."""
+    return (
+        len(value) >= 16
+        and not any(char.isspace() for char in value)
+        and class_switches(value) >= max(MIN_SWITCHES, 0.3 * len(value))
+        and _looks_secret(value)
+    )
+
+
+# How far after an announcing name its value may start: the colon within 60 characters, a line break or two and
+# indentation (ANNOUNCED_GAP); in the serialized text a gate reads, JSON escapes make it at most 12 times longer.
+ANNOUNCED_GAP = 64
+ANNOUNCED_REACH = 12 * ANNOUNCED_GAP
+
+
+# For the gate: whitespace and quotes end a stretch (a space), the rest as for `class_switches`; a stretch with
+# MIN_SWITCHES + 1 runs of one kind (possessive: each run takes all of its kind) from a stretch's start is a
+# stretch with MIN_SWITCHES (a value inside a stretch has at most the stretch's switches).
+_GATE_KINDS = {**_KINDS, **dict.fromkeys(map(ord, " \t\n\r\f\v\"'`"), " ")}
+_SWITCHY = re.compile(r"(?<![^ ])(?:a++|A++|0++|[^aA0 ]++){" + str(MIN_SWITCHES + 1) + "}")
+_STRETCH_END = re.compile(r"""[\s"'`]""")
+
+
+def random_token_near(text: str, pos: int) -> bool:
+    """Whether a stretch with MIN_SWITCHES starts within reach after pos: the one sign an announced value leaves
+    (the value, in any escaping, lies inside such a stretch). Two C passes over the reach."""
+    stop = _STRETCH_END.search(text, pos + ANNOUNCED_REACH)
+    window = text[pos : stop.start() if stop else len(text)]
+    return _SWITCHY.search(window.translate(_GATE_KINDS)) is not None
+
+
+def _public(text: str, start: int, name: str) -> bool:
+    """A public key, signature or key id (`public_key`, `publicKey`, `public key: …`) announces nothing secret."""
+    return "public" in normalise_key(name) or text[max(0, start - 8) : start].rstrip(" \t_-").lower().endswith("public")
+
+
+def _announces(name: str) -> bool:
+    """A name whose last word announces a value without being a sensitive name (`DEPLOY_KEY`, `key`)."""
+    return normalise_key(name).rsplit("_", 1)[-1] in ANNOUNCING_NAMES
+
+
+# After a name and words that are not a join (`token (shown once):`, `key for staging:`), a colon that ends the
+# announcement: its value follows on the line, or alone on the next non-empty line when the colon ends the line.
+_ANNOUNCED = re.compile(r"[^\n:=<>|]{1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
+
+
+def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
+    """(start, end) of the value a name announces later on its line (after a colon), or on the next line."""
+    match = _ANNOUNCED.match(text, pos)
+    if match is None:
+        return None
+    at = match.end()
+    if at < len(text) and text[at] not in "\r\n":
+        if not match.group("rest"):
+            return None  # `user:pw`, `http:`: a colon inside a word joins nothing here
+        bare = _BARE_VALUE.match(text, at)
+        if bare is None:
+            return None
+        start, end = bare.span()
+        while end > start and text[end - 1] in _TRAILING:
+            end -= 1
+        return (start, end) if end > start else None
+    line = re.compile(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*").match(text, at)
+    if line is None or line.end() >= len(text):
+        return None
+    bare = _BARE_VALUE.match(text, line.end())
+    if bare is None:
+        return None
+    start, end = bare.span()
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end == -1 else line_end
+    return (start, end) if not text[end:line_end].strip() else None
+
+
 def _name_at(text: str, start: int, end: int) -> tuple[int, int]:
     """The whole name (word characters, `-` and `.`) around a hint match."""
     while start > 0 and _NAME_CHARS.match(text, start - 1):
@@ -67,6 +164,28 @@ def _name_at(text: str, start: int, end: int) -> tuple[int, int]:
     while end < len(text) and _NAME_CHARS.match(text, end):
         end += 1
     return start, end
+
+
+# A name/value pair: the name is the value of a name field and a value field follows in the same object or list
+# item (`{"key": "merchantSecret", "value": "…"}`, `- name: DB_PASSWORD` / `  value: …`, `Name=api_key,Value=…`).
+_NAME_FIELD = re.compile(r"""(?i:(?<![\w-])(?:key|name|variable|parameter|param|label))["'`]?[ \t]*[:=][ \t]*["'`]?$""")
+_VALUE_FIELD = re.compile(
+    r"""["'`]?[ \t]*(?:,[ \t]*|\r?\n[ \t]*(?:-[ \t]+)?)["'`]?(?i:value|current_?value|val)["'`]?[ \t]*[:=][ \t]*"""
+)
+
+
+def _pair_value(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """(start, end) of the value paired with the name at text[start:end], or None when it stands in no pair."""
+    if not _NAME_FIELD.search(text, max(0, start - 40), start):
+        return None
+    field = _VALUE_FIELD.match(text, end)
+    if field is None:
+        return None
+    quoted = _QUOTED_VALUE.match(text, field.end())
+    if quoted:
+        return quoted.span(2)
+    bare = _BARE_VALUE.match(text, field.end())
+    return bare.span() if bare else None
 
 
 def _value_after(text: str, pos: int) -> tuple[int, int, bool] | None:
@@ -101,9 +220,23 @@ def _value_after(text: str, pos: int) -> tuple[int, int, bool] | None:
     return start, end, kind in ("attr", "eq")
 
 
+def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], announcing: bool) -> bool:
+    """Whether the value found after the name at text[start:end] is a credential."""
+    value_start, value_end, strong = found
+    value = text[value_start:value_end]
+    if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value):
+        return False
+    if announcing:
+        # A name that is not sensitive names a credential only when the value could be nothing else.
+        return value_start - end <= ANNOUNCED_GAP and looks_random(value)
+    # After a flag (`--db-password x`, `-password x`) the next word is its value, whatever it looks like.
+    return strong or text[start] == "-" or _looks_secret(value)
+
+
 def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
-    """Where credentials stand in free text after a name without `:`/`=`, on a command line or in a cookie."""
-    hint = key_hint(sensitive)
+    """Where credentials stand in free text after a name without `:`/`=`, after a name that announces them, on a
+    command line or in a cookie."""
+    hint = key_hint(sensitive | ANNOUNCING_NAMES)
     if hint is not None:
         checked = -1
         for match in hint.finditer(text):
@@ -111,18 +244,18 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             if end <= checked:
                 continue
             checked = end
-            if not is_sensitive(text[start:end].strip(".-_"), sensitive):
+            name = text[start:end].strip(".-_")
+            announcing = not is_sensitive(name, sensitive)
+            if announcing and (not _announces(name) or _public(text, start, name)):
                 continue
-            found = _value_after(text, end)
-            if found is None:
-                continue
-            value_start, value_end, strong = found
-            value = text[value_start:value_end]
-            if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value):
-                continue
-            # After a flag (`--db-password x`, `-password x`) the next word is its value, whatever it looks like.
-            if strong or text[start] == "-" or _looks_secret(value):
-                yield value_start, value_end
+            pair = None if announcing else _pair_value(text, start, end)
+            after = _value_after(text, end)
+            announced = _announced_after(text, end)
+            # The value after the name's join first; failing that, the one a colon later on the line announces.
+            for found in ((*pair, True) if pair else None, after, None if announced is None else (*announced, False)):
+                if found is not None and _credential(text, start, end, found, announcing):
+                    yield found[0], found[1]
+                    break
         yield from _cookie_spans(text)
     if CLI_HINT.search(text):
         for pattern in _CLI:

@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from state.freetext import value_spans
+from state.freetext import random_token_near, value_spans
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
     MAX_SECRET_LENGTH,
     MIN_SECRET_LENGTH,
@@ -35,6 +35,7 @@ from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for th
     is_sensitive,
     key_hint,
     name_needles,
+    names_a_credential,
     needle_matcher,
     normalise_key,
     sensitive_set,
@@ -58,14 +59,19 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?P<secret>sk-(?:proj-|ant-|live-)?[A-Za-z0-9_\-]{32,})"),  # OpenAI / Anthropic style keys
     re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),  # JWTs
 )
-# Cheap test before running the patterns one by one.
-# Lower-case signs of a pattern's form or of a credential-taking command: a text holding none of them (nor a
-# sensitive name) holds nothing the key, free-text and pattern masks could find.
-_FORM_NEEDLES = (
-    "://", "bearer", "-----begin", "akia", "asia", "agpa", "aida", "aroa", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-    "github_pat_", "xox", "aiza", "sk_", "rk_", "sk-", "eyj",
-    "mysql", "redis-cli", "sshpass", "curl", "pass:", "::add-mask::", "cookie",
-)  # fmt: skip
+# Signs of a pattern's form or of a credential-taking command, each with the test that confirms it where it
+# stands (a case-sensitive match at the sign, or None: the sign alone): a text holding none of them (nor a
+# sensitive name) holds nothing the key, free-text and pattern masks could find. Found lower-cased in one pass.
+_FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
+    "://": re.compile(r"://[^\s:/@'\"<>]*:[^\s@/'\"<>]+@"),
+    "bearer": re.compile(r"(?i:bearer)[ \t]"),
+    "-----begin": re.compile(r"-----BEGIN"),
+    **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign in (
+        "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AIza",
+        "sk_", "rk_", "sk-", "eyJ",
+    )},
+    **{sign: re.compile(re.escape(sign)) for sign in ("mysql", "redis-cli", "sshpass", "curl", "pass:", "::add-mask::")},
+}  # fmt: skip
 _PATTERN_HINT = re.compile(r"://|(?i:bearer)[ \t]|-----BEGIN|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)")
 
 
@@ -330,6 +336,18 @@ def _redact_json_text(text: str, sensitive: frozenset[str], known: KnownSecrets 
 # -- JSON ----------------------------------------------------------------------------------------------------
 
 _PATH_WORD = re.compile(r"[A-Za-z_][\w-]*")
+# A name/value pair: a field naming what the value fields beside it hold (a delta's path, an env entry's name).
+_NAME_FIELDS = frozenset({"path", "key", "name", "variable", "parameter", "param", "label"})
+_VALUE_FIELDS = frozenset({"value", "current_value", "initial_value", "val"})
+
+
+def names_its_value(value: dict[Any, Any], sensitive: frozenset[str]) -> bool:
+    """Whether a dict is a name/value pair whose name field names a sensitive field (its value fields are)."""
+    for key, item in value.items():
+        if isinstance(item, str) and len(item) <= 200 and normalise_key(str(key)) in _NAME_FIELDS:
+            if any(is_sensitive(word, sensitive) for word in _PATH_WORD.findall(item)):
+                return True
+    return False
 
 
 def redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None = None) -> Any:
@@ -350,10 +368,14 @@ def _redact(value: Any, sensitive: frozenset[str], known: KnownSecrets | None, o
         for k, v in value.items():
             shown = _redact(v, sensitive, known, own) if not is_sensitive(str(k), sensitive) else REDACTED
             out[_unique(_mask_key(k, known, own), out)] = shown
-        # A delta names its field in `path`, not as a key: {"path": "$.vault.api_key", "value": "sk-…"}.
-        path = value.get("path")
-        if isinstance(path, str) and "value" in out and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path)):
-            out["value"] = REDACTED
+        # A delta names its field in `path`, not as a key: {"path": "$.vault.api_key", "value": "sk-…"}; a
+        # name/value pair in a name field: {"key": "merchantSecret", "value": "…"}, {"Name": "DB_PASSWORD", …}.
+        if names_its_value(value, sensitive):
+            for key in out:
+                # A number beside a label ({"label": "Token usage", "value": 1234}) stays; a delta's value never.
+                plain = out[key] is None or isinstance(out[key], bool | int | float)
+                if normalise_key(str(key)) in _VALUE_FIELDS and ("path" in value or not plain):
+                    out[key] = REDACTED
         return out
     if isinstance(value, list | tuple):
         return [_redact(item, sensitive, known, own) for item in value]
@@ -463,10 +485,9 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
         if parse_text:
             found.update(_text_secrets(value, sensitive))
     elif isinstance(value, dict):
-        path = value.get("path")
-        path_hit = isinstance(path, str) and any(is_sensitive(w, sensitive) for w in _PATH_WORD.findall(path))
+        paired = names_its_value(value, sensitive)
         for key, item in value.items():
-            if is_sensitive(str(key), sensitive) or (path_hit and key == "value"):
+            if is_sensitive(str(key), sensitive) or (paired and normalise_key(str(key)) in _VALUE_FIELDS):
                 found.update(leaf.strip() for leaf in _leaves(item))
                 if parse_text:
                     for leaf in _leaves(item):
@@ -484,15 +505,32 @@ def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
 
 
 def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
-    """A one-pass test of a serialized document: False means `secrets_in` and the detector find nothing in it."""
-    matcher = _needles(sensitive)
-    return matcher is None or holds_any(serialized.lower().replace("ς", "σ"), matcher)
+    """A cheap test of a document: False means `secrets_in`, the detector and the key, free-text and pattern
+    masks find nothing in it (a word that is or ends in a sensitive or announcing name, or a form's sign)."""
+    return names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized)
 
 
-@lru_cache(maxsize=64)
-def _needles(sensitive: frozenset[str]) -> Any:
-    names = name_needles(sensitive)
-    return None if names is None else needle_matcher(tuple(sorted(set(names) | set(_FORM_NEEDLES))))
+def _holds_form(text: str) -> bool:
+    lowered = text.lower()
+    if len(lowered) != len(text):  # lower() moved the offsets: the signs alone
+        return holds_any(lowered, _FORM_MATCHER)
+    hits = _substring_hits(lowered) if isinstance(_FORM_MATCHER, tuple) else _FORM_MATCHER.iter(lowered)
+    for end, sign in hits:
+        confirm = _FORM_SIGNS[sign]
+        if confirm is None or confirm.match(text, end - len(sign) + 1):
+            return True
+    return False
+
+
+def _substring_hits(lowered: str) -> Iterator[tuple[int, str]]:  # pragma: no cover - without pyahocorasick
+    for sign in _FORM_SIGNS:
+        at = lowered.find(sign)
+        while at != -1:
+            yield at + len(sign) - 1, sign
+            at = lowered.find(sign, at + 1)
+
+
+_FORM_MATCHER = needle_matcher(tuple(_FORM_SIGNS))
 
 
 @lru_cache(maxsize=64)

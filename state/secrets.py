@@ -74,7 +74,8 @@ def learn_from_events(run: Run, events: list[Event], ctx: ProjectionContext) -> 
     sensitive = sensitive_fields_for(run.experiment)
     found: set[str] = set()
     for event in events:
-        found |= event_secrets(event.kind, event.agent_id or "", event.payload, sensitive)
+        stored = event.__dict__.get("stored_json")  # bytes the ingest already wrote (JSON text, UTF-8)
+        found |= event_secrets(event.kind, event.agent_id or "", event.payload, sensitive, serialized=stored.decode() if stored else None)
     if found:
         learn_secrets(experiment_id=run.experiment_id, values=found)
 
@@ -83,19 +84,23 @@ def may_learn_from(event: Any, experiment: Any) -> bool:
     """Whether learn_from_events could find anything in this one event (its `applies`: False means it learns nothing)."""
     from state.services_redaction import sensitive_fields_for
 
-    return event_may_hold_secrets(event.kind, event.agent_id or "", event.payload, sensitive_fields_for(experiment))
+    stored = getattr(event, "stored_json", None)  # as learn_from_events reads it
+    serialized = stored.decode() if stored else None
+    return event_may_hold_secrets(event.kind, event.agent_id or "", event.payload, sensitive_fields_for(experiment), serialized=serialized)
 
 
-def event_may_hold_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str]) -> bool:
+def event_may_hold_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> bool:
     """One C-speed pass over the serialized event: False means event_secrets finds nothing in it (most events)."""
-    serialized = json.dumps(payload, ensure_ascii=False, default=str)
+    if serialized is None:
+        serialized = json.dumps(payload, ensure_ascii=False, default=str)
     return may_hold_secrets(f"{kind}\n{agent_id}\n{serialized}", sensitive)
 
 
-def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str]) -> set[str]:
+def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> set[str]:
     """The credentials one event carries: under sensitive keys, in any free-text shape of its strings, and in its
-    dict keys, kind and agent id (a token used as a metric name or a key is a token all the same)."""
-    if not event_may_hold_secrets(kind, agent_id, payload, sensitive):
+    dict keys, kind and agent id (a token used as a metric name or a key is a token all the same). `serialized`:
+    the payload's JSON text when the caller has it (non-ASCII unescaped, as `json.dumps(ensure_ascii=False)`)."""
+    if not event_may_hold_secrets(kind, agent_id, payload, sensitive, serialized=serialized):
         return set()
     found = secrets_in(payload, sensitive)
     # Each name alone: one key is never the value of the key before it.

@@ -8,8 +8,9 @@ A key is sensitive when one of its words is or ends in a sensitive name (`openai
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -26,6 +27,10 @@ MIN_SECRET_LENGTH = 6
 MAX_SECRET_LENGTH = 4096
 # Names that are sensitive only as a key's whole last word (as a part of other words they mean something else).
 LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "pin", "bearer", "dsn"})
+# Names that announce a value without making a key sensitive (`DEPLOY_KEY: …`, "the key for staging: …"): what
+# they name is a credential only when it looks random (`state.freetext.looks_random`); a cache key, a primary key
+# or `key: user.name` is not.
+ANNOUNCING_NAMES = frozenset({"key", "sig", "signature"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -119,3 +124,69 @@ def holds_any(lowered: str, matcher: Any) -> bool:
     if isinstance(matcher, tuple):
         return any(needle in lowered for needle in matcher)
     return next(matcher.iter(lowered), None) is not None
+
+
+_SPELLING_JOINS = ("", "_", "-", ".", " ")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+# How a spelling counts (`name_spellings`): anywhere as a word's end, only as a whole last word, or announcing.
+ENDS_WORD, LAST_WORD, ANNOUNCING = 0, 1, 2
+
+
+@lru_cache(maxsize=64)
+def name_spellings(sensitive: frozenset[str]) -> Any:
+    """One automaton of every lower-cased spelling of each sensitive and announcing name (the parts joined as
+    `key_hint` joins them), each with its length and how it counts (ENDS_WORD, LAST_WORD, ANNOUNCING); None
+    when a name cannot be spelt out (a quote, a control character, more than four parts) or there is no
+    Aho-Corasick: then every text may name a credential."""
+    if ahocorasick is None:  # pragma: no cover - the substring test of `name_needles` stands in
+        return None
+    spellings: dict[str, int] = {}
+    for name in sensitive | ANNOUNCING_NAMES:
+        parts = [part.replace("ς", "σ") for part in name.split("_") if part]
+        if not parts or len(parts) > 4 or any(char in '"\\' or char < " " for part in parts for char in part):
+            return None
+        rule = ENDS_WORD if name in sensitive and name not in LAST_WORD_NAMES else LAST_WORD if name in sensitive else ANNOUNCING
+        for joins in itertools.product(_SPELLING_JOINS, repeat=len(parts) - 1):
+            spelling = parts[0] + "".join(join + part for join, part in zip(joins, parts[1:], strict=True))
+            # Two names spelt alike: the looser rule wins (the test must not miss either).
+            spellings[spelling] = min(spellings.get(spelling, rule), rule)
+    automaton = ahocorasick.Automaton()
+    for spelling, rule in spellings.items():
+        automaton.add_word(spelling, (len(spelling), rule))
+    automaton.make_automaton()
+    return automaton
+
+
+_ESCAPE = re.compile(r"\\(?:[nrtbf]|u[0-9a-fA-F]{4})")
+
+
+def _after_escape(text: str, start: int) -> bool:
+    """Whether a JSON escape (`\\n`, `\\u00e9`) ends just before start: in the text it stands for, a word starts here."""
+    return _ESCAPE.fullmatch(text, max(0, start - 6), start) is not None or _ESCAPE.fullmatch(text, max(0, start - 2), start) is not None
+
+
+def names_a_credential(text: str, sensitive: frozenset[str], announced: Callable[[str, int], bool]) -> bool:
+    """Whether a word of `text` is, or ends in, a sensitive name, or an announcing name stands where
+    `announced(text, end)` says a value may follow: False means no key, free-text or announced-value mask finds
+    anything in it (one C pass, then a look at each place a name stands).
+
+    `is_sensitive` needs the name to end its word once normalised: the character after it is not a lower-case
+    letter or a digit (`password:`, `PGPASSWORD=`, `passwordHash`, not `tokens`, `pinned`, `passes`); a
+    last-word name also starts its word (`db_pass`, `dbPass`, not `bypass`, `spin`). Anything more is the
+    masks' own business: this only has to never say False where they would find something.
+    """
+    automaton = name_spellings(sensitive)
+    lowered = text.lower().replace("ς", "σ")
+    if automaton is None or len(lowered) != len(text):  # lower() moved the offsets: the plain substring test
+        needles = name_needles(sensitive | ANNOUNCING_NAMES)
+        return needles is None or holds_any(lowered, needle_matcher(needles))
+    for end, (length, rule) in automaton.iter(lowered):
+        if text[end + 1 : end + 2] in _WORD_CHARS:
+            continue
+        if rule != ENDS_WORD:
+            start = end - length + 1
+            if start > 0 and text[start - 1] in _WORD_CHARS and not text[start].isupper() and not _after_escape(text, start):
+                continue
+        if rule != ANNOUNCING or announced(text, end + 1):
+            return True
+    return False

@@ -26,6 +26,8 @@ from state.detection import detect_secrets
 from state.redaction import KnownSecrets, escaped_forms, redact_text, sensitive_set
 from tests.awp_runtime import Script, run_dag, run_delegation_loop
 from tests.corpus.secrets.holdout import generate as holdout
+from tests.corpus.secrets.holdout2 import generate as holdout2
+from tests.corpus.secrets.holdout3 import generate as holdout3
 from tests.corpus.secrets.tune import generate as tune
 from tests.factories import PASSWORD, make_experiment, make_member, make_token
 from tests.proofkit import login_cookie
@@ -36,6 +38,9 @@ pytestmark = [pytest.mark.interop, pytest.mark.django_db(transaction=True)]
 PUSH_RUN = "2026-11-25_09-00-00_corpus"
 TUNE_DOCS = [d for d in tune.documents(seed=4711, per_shape=2) if d.secrets]
 HOLDOUT_DOCS = [d for d in holdout.documents(seed=8086) if d.secrets]
+# Written blind later, each after the part before it was spent on the detector: what it misses is what the
+# design misses on text nobody tuned against (docs/redaction.md).
+BLIND_DOCS = {"HOLDOUT2": [d for d in holdout2.documents() if d.secrets], "HOLDOUT3": [d for d in holdout3.documents() if d.secrets]}
 
 
 def _visible(values: list[str], bodies: dict[str, str]) -> dict[str, list[str]]:
@@ -53,7 +58,7 @@ def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_
     server = live_server_factory()
     experiment = make_experiment(slug="corpus")
     viewer = make_member(experiment, "viewer")
-    docs = TUNE_DOCS + HOLDOUT_DOCS
+    docs = TUNE_DOCS + HOLDOUT_DOCS + [d for part in BLIND_DOCS.values() for d in part]
     # The loop's workers return every document as free text under a harmless key.
     fake_llm.reset(Script(iterations=2, extra_fields={f"attachment_{i}": doc.text for i, doc in enumerate(docs)}))
     run_delegation_loop(tmp_path / "loop", fake_llm)
@@ -79,6 +84,7 @@ def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_
     # The values really are stored raw: the crawl is not vacuous.
     raw = " ".join(json.dumps(e.payload, ensure_ascii=False) for run in runs for e in run.events.all())
     planted = {"TUNE": [s for d in TUNE_DOCS for s in d.secrets], "HOLDOUT": [s for d in HOLDOUT_DOCS for s in d.secrets]}
+    planted.update({part: [s for d in part_docs for s in d.secrets] for part, part_docs in BLIND_DOCS.items()})
     assert all(value in raw for values in planted.values() for value in values)
 
     browser = Client()
@@ -100,8 +106,14 @@ def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_
     for part, values in planted.items():
         print(f"{part}: {len(leaks[part])} of {len(values)} planted values visible")  # the figure of docs/redaction.md
     assert leaks["TUNE"] == {}, leaks
-    # HOLDOUT: nothing beyond what the detector itself misses in the document alone (docs/redaction.md names the
-    # two shapes); every way out masks whatever was found.
+    # HOLDOUT: the detector finds every value in the documents alone; every way out masks whatever was found.
+    # The blind parts: nothing visible beyond what the detector misses in the document alone (their figures are
+    # printed above; docs/redaction.md keeps them).
     sensitive = sensitive_set(settings.AWP_SENSITIVE_FIELDS)
-    missed = {s for d in HOLDOUT_DOCS for s in d.secrets if s in redact_text(d.text, sensitive, KnownSecrets.of(detect_secrets(d.text, sensitive)))}
-    assert set(leaks["HOLDOUT"]) <= missed and len(missed) <= 2, (leaks["HOLDOUT"], missed)
+
+    def missed_alone(part_docs: list[Any]) -> set[str]:
+        return {s for d in part_docs for s in d.secrets if s in redact_text(d.text, sensitive, KnownSecrets.of(detect_secrets(d.text, sensitive)))}
+
+    assert leaks["HOLDOUT"] == {} and missed_alone(HOLDOUT_DOCS) == set(), leaks["HOLDOUT"]
+    for part, part_docs in BLIND_DOCS.items():
+        assert set(leaks[part]) <= missed_alone(part_docs), (part, set(leaks[part]) - missed_alone(part_docs))

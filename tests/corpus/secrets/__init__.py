@@ -1,8 +1,10 @@
 """A corpus of documents holding credentials, as tools and agents write them, for the secret detector.
 
-Two parts written by two generators: `tune` (the shapes the detector was tuned on; the property tests draw
-from it) and `holdout` (other shapes, other value forms, another seed; written first and never looked at while
-tuning: its figure says how the detector does on text it never saw).
+Four parts written by four generators: `tune` (the shapes the detector was tuned on; the property tests draw
+from it), `holdout` (other shapes, other value forms, another seed; written first and never looked at while
+tuning: its figure says how the detector does on text it never saw), `holdout2` (a second blind part, written
+later without reading the detector: shapes and value forms neither earlier part has) and `holdout3` (a third
+blind part, written after HOLDOUT and HOLDOUT2 were spent, with tools and formats none of the others use).
 """
 
 from __future__ import annotations
