@@ -11,7 +11,7 @@ from django.utils import timezone
 from ninja.security import APIKeyCookie, HttpBearer
 
 from awp_site.apierrors import ApiError
-from awp_site.ratelimit import check_rate, per_minute
+from awp_site.ratelimit import check_rate, hit, per_minute, refusal
 from experiments.models import ApiToken, Experiment, Membership, role_at_least
 from state.services_redaction import mark_in_scope
 
@@ -38,18 +38,33 @@ class Caller:
         return f"user:{self.user.get_username()}"
 
 
+@dataclass(frozen=True)
+class CountedRates:
+    """What the one-statement push (experiments.push) counted before it handed the request to the general path:
+    the address (within its limit, or it answered 429 itself) and perhaps one token's attempt, with its result."""
+
+    token_id: int | None = None
+    token_wait: int | None = None
+
+
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
         client = request.META.get("REMOTE_ADDR", "?")
+        counted: CountedRates | None = getattr(request, "awp_counted_rates", None)
         # Per address before the lookup (what a guesser pays), per token after it: clients sharing an address
-        # (a NAT, one runner with many threads) are each held to their own token's limit.
-        check_rate(f"token-auth:{client}", limit=per_minute("AWP_RATE_LIMIT_ADDRESS_PER_MINUTE"), per_seconds=60, setting="AWP_RATE_LIMIT_ADDRESS_PER_MINUTE")
+        # (a NAT, one runner with many threads) are each held to their own token's limit. Each attempt counts once.
+        if counted is None:
+            check_address_rate(client)
         found = ApiToken.find_active(token)
         if found is None:
             check_rate(f"token-auth-fail:{client}", limit=per_minute("AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE"), per_seconds=60,
                        setting="AWP_RATE_LIMIT_TOKEN_FAILURES_PER_MINUTE")  # fmt: skip
             return None
-        check_rate(f"token:{found.pk}", limit=per_minute("AWP_RATE_LIMIT_TOKEN_PER_MINUTE"), per_seconds=60, setting="AWP_RATE_LIMIT_TOKEN_PER_MINUTE")
+        if counted is not None and counted.token_id == found.pk:
+            if counted.token_wait is not None:
+                raise token_rate_refusal(counted.token_wait)
+        else:
+            check_rate(f"token:{found.pk}", limit=per_minute(TOKEN_RATE), per_seconds=60, setting=TOKEN_RATE)
         now = timezone.now()
         if found.last_used_at is None or now - found.last_used_at > timedelta(seconds=30):
             ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
@@ -68,6 +83,22 @@ class SessionUser(APIKeyCookie):
 
 
 api_auth = [BearerToken(), SessionUser()]
+
+ADDRESS_RATE, TOKEN_RATE = "AWP_RATE_LIMIT_ADDRESS_PER_MINUTE", "AWP_RATE_LIMIT_TOKEN_PER_MINUTE"
+
+
+def check_address_rate(client: str) -> None:
+    """Count a bearer-token attempt from this address (before the look-up); 429 over the limit."""
+    check_rate(f"token-auth:{client}", limit=per_minute(ADDRESS_RATE), per_seconds=60, setting=ADDRESS_RATE)
+
+
+def hit_token_rate(token_id: int) -> int | None:
+    """Count one use of a token; the seconds to wait when it is over its limit (then raise token_rate_refusal)."""
+    return hit(f"token:{token_id}", limit=per_minute(TOKEN_RATE), per_seconds=60)
+
+
+def token_rate_refusal(wait: int) -> ApiError:
+    return refusal(wait, limit=per_minute(TOKEN_RATE), per_seconds=60, setting=TOKEN_RATE)
 
 
 def experiment_for(request: HttpRequest, slug: str, *, scope: str) -> Experiment:

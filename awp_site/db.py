@@ -6,11 +6,15 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import psutil
+import psycopg
 
 EMBEDDED_DB_NAME = "awp"
 
@@ -138,3 +142,55 @@ def data_dir() -> Path:
     """Where local state (the embedded database, demo folders) lives."""
     default = Path(__file__).resolve().parent.parent / ".awp-data"
     return Path(os.environ.get("AWP_DATA_DIR", default)).resolve()
+
+
+@contextmanager
+def prepared_cursor() -> Iterator[Any]:
+    """A cursor on Django's connection whose statements are prepared on the server: parsed and planned once per
+    pooled connection and statement text, then only executed. For a hot statement whose planning costs more than
+    its run (the one-event push: ~0.7 ms of planning against ~0.4 ms of work).
+
+    Django binds on the client and prepares nothing (for poolers such as PgBouncer in transaction mode);
+    AWP_PREPARED_STATEMENTS=0 does the same here. Parameters go typed and apart from the text, so a parameter in
+    a select list needs its cast. Still Django's cursor wrapper: its errors, its query log (CaptureQueriesContext).
+    """
+    from django.conf import settings
+    from django.db import connection
+
+    if not getattr(settings, "AWP_PREPARED_STATEMENTS", True):
+        with connection.cursor() as cursor:
+            yield cursor
+        return
+    connection.ensure_connection()
+    conn = connection.connection
+    # Django turns preparing off (None). Only while this cursor runs, a threshold no count reaches lets prepare=True
+    # prepare: with a threshold set, psycopg would also count every query of Django's cursors by its text (with
+    # client-side binding the text holds the parameters: megabytes for a large batch, kept per connection).
+    conn.prepare_threshold = sys.maxsize
+    try:
+        raw = _PreparingCursor(conn)
+        with _debug_wrapper()(raw, connection) if connection.queries_logged else connection.make_cursor(raw) as cursor:
+            yield cursor
+    finally:
+        conn.prepare_threshold = None
+
+
+class _PreparingCursor(psycopg.Cursor):  # type: ignore[type-arg]
+    """Server-side binding, every statement prepared (psycopg keeps the names per connection, the 100 last used)."""
+
+    def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None) -> Any:
+        return super().execute(query, params, prepare=True, binary=binary)
+
+
+@cache
+def _debug_wrapper() -> type:
+    from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
+
+    class PreparedDebugCursor(CursorDebugWrapper):
+        """Django's query log, with the statement's text: a prepared run leaves psycopg no query text to report."""
+
+        def execute(self, sql: Any, params: Any = None) -> Any:
+            with self.debug_sql(sql, params):
+                return CursorWrapper.execute(self, sql, params)
+
+    return PreparedDebugCursor

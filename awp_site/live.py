@@ -115,10 +115,14 @@ def run_advanced_statement(*, run_id: int, experiment_id: int, seq: int) -> tupl
     return layer.notify_statement(*_run_advanced(run_id, experiment_id, seq))
 
 
-def run_advanced_expression(*, run_sql: str, seq_sql: str, experiment_id: int) -> tuple[str, list[Any]] | None:
+def run_advanced_expression(
+    *, run_sql: str, seq_sql: str, experiment_id: int | None = None, experiment_sql: str | None = None
+) -> tuple[str, list[Any]] | None:
     """run_advanced_statement as an SQL expression, for a statement that learns the run's id and new seq as it runs.
 
-    `run_sql` and `seq_sql` are SQL expressions of the statement (e.g. a CTE's columns). None for other layers.
+    `run_sql` and `seq_sql` are SQL expressions of the statement (e.g. a CTE's columns); the experiment is an id,
+    or `experiment_sql`, an expression too (then the text is the same for every experiment: one prepared
+    statement). None for other layers.
     """
     from channels.layers import get_channel_layer
 
@@ -127,10 +131,14 @@ def run_advanced_expression(*, run_sql: str, seq_sql: str, experiment_id: int) -
     layer = get_channel_layer()
     if not isinstance(layer, PostgresNotifyLayer):
         return None
-    experiment = int(experiment_id)
-    groups = f"json_build_array('awp.run.' || ({run_sql}), '{experiment_group(experiment)}', '{EXPERIMENTS_GROUP}')"
+    if experiment_sql is None:
+        experiment_sql = str(int(experiment_id))  # type: ignore[arg-type]
+        group = f"'{experiment_group(int(experiment_sql))}'"
+    else:
+        group = f"'awp.experiment.' || ({experiment_sql})"
+    groups = f"json_build_array('awp.run.' || ({run_sql}), {group}, '{EXPERIMENTS_GROUP}')"
     message = (
-        f"json_build_object('type', 'run.advanced', 'run', ({run_sql}), 'experiment', {experiment}, 'seq', ({seq_sql}),"
+        f"json_build_object('type', 'run.advanced', 'run', ({run_sql}), 'experiment', ({experiment_sql}), 'seq', ({seq_sql}),"
         f" 'coalesce', 'run.' || ({run_sql}))"
     )
     return layer.notify_expression(groups, message)

@@ -39,8 +39,13 @@ def check_rate(key: str, *, limit: int, per_seconds: int, setting: str = "") -> 
     """Raise a 429 ApiError (answered with Retry-After) when key is over its limit; `setting` names the knob."""
     wait = hit(key, limit=limit, per_seconds=per_seconds)
     if wait is not None:
-        knob = f" (at most {limit} per {per_seconds} s: {setting})" if setting else ""
-        raise ApiError(429, "rate_limited", f"Too many requests{knob}; try again in {wait} s.", retry_after=wait)
+        raise refusal(wait, limit=limit, per_seconds=per_seconds, setting=setting)
+
+
+def refusal(wait: int, *, limit: int, per_seconds: int, setting: str = "") -> ApiError:
+    """The 429 check_rate raises, for a caller that counted the attempt with `hit` itself."""
+    knob = f" (at most {limit} per {per_seconds} s: {setting})" if setting else ""
+    return ApiError(429, "rate_limited", f"Too many requests{knob}; try again in {wait} s.", retry_after=wait)
 
 
 def per_minute(setting: str) -> int:

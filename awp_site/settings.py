@@ -127,6 +127,10 @@ else:
 DATABASES["default"]["TEST"] = {"NAME": f"test_awp_{os.getpid()}"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The hot statements that prepare themselves on the server (awp_site.db.prepared_cursor: the one-event push); 0 for
+# a pooler that cannot hold prepared statements (PgBouncer in transaction mode before 1.21).
+AWP_PREPARED_STATEMENTS = os.environ.get("AWP_PREPARED_STATEMENTS", "1") != "0"
+
 # Channel layer: Redis when REDIS_URL is set, else the Postgres LISTEN/NOTIFY layer (crosses processes).
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:

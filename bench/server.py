@@ -5,7 +5,8 @@ one socket, the connection pool, session and token auth, on loopback.
     python bench/server.py --quick    # fewer requests
 
 Two figures, each against a baseline measured in the same run:
-- one-event push (POST /api/v1/ingest, token, concurrency 1) p50 ÷ GET /healthz p50 (same connection kind);
+- one-event push (POST /api/v1/ingest, token, concurrency 1) p50 ÷ GET /healthz p50 (same connection kind); beside
+  it the same for a kind a projector reads (iteration.*) and the server's durable commit at the time;
 - the experiments list (logged in, 10 concurrent keep-alive clients) in requests/s, beside /healthz at the same
   concurrency (the server's floor).
 The client is a small asyncio HTTP/1.1 keep-alive client in this process (no extra package). Also printed: the
@@ -167,6 +168,24 @@ def worker_cpu(proc: subprocess.Popen[bytes]) -> float:
     return total
 
 
+def commit_p50(url: str, n: int = 200) -> float:
+    """The durable commit's own cost on this server now (ms): an autocommit one-row INSERT p50 minus SELECT 1 p50.
+
+    What a push pays beyond /healthz however few its round trips (synchronous_commit on: the WAL is flushed)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_commit_probe (v int)")  # not TEMP: temp tables write no WAL
+        inserts, selects = [], []
+        for _ in range(n):
+            for sql, out in (("INSERT INTO bench_commit_probe VALUES (1)", inserts), ("SELECT 1", selects)):
+                started = time.perf_counter()
+                conn.execute(sql)
+                out.append(time.perf_counter() - started)
+        conn.execute("DROP TABLE bench_commit_probe")
+    return (percentile(inserts, 50) - percentile(selects, 50)) * 1000
+
+
 def measure(url: str, workers: int, cookie: str, token: str, pushes: int, lists: int) -> dict[str, Any]:
     proc, port = start_server(url, workers)
     try:
@@ -194,6 +213,13 @@ def measure(url: str, workers: int, cookie: str, token: str, pushes: int, lists:
         ]
         asyncio.run(sequential(port, bearer, [("POST", "/api/v1/ingest", body) for body in more]))
         cpu2 = worker_cpu(proc)
+        # A kind a projector reads (iteration.*: the run's header) takes the general path: the same interleaving.
+        calls = []
+        for i in range(pushes // 2):
+            event = {"kind": "iteration.start", "idempotency_key": f"it{i}", "iteration": i, "payload": {}}
+            calls += [("GET", "/healthz", b""), ("POST", "/api/v1/ingest", json.dumps({"run_id": run_id, "events": [event]}).encode())]
+        times = asyncio.run(sequential(port, bearer, calls))
+        projected, projected_health = times[1::2], times[0::2]
         session = {"Cookie": f"sessionid={cookie}"}
         health_rps, health_lat = asyncio.run(concurrent(port, session, "/healthz", lists))
         cpu3 = worker_cpu(proc)
@@ -213,6 +239,8 @@ def measure(url: str, workers: int, cookie: str, token: str, pushes: int, lists:
         "health_c10_p50": percentile(health_lat, 50) * 1000,
         "health_cpu": (cpu1 - cpu0) / pushes * 1000,
         "push_cpu": (cpu2 - cpu1) / len(more) * 1000,
+        "projected_ratio": percentile(projected, 50) / percentile(projected_health, 50),
+        "commit_p50": commit_p50(url),
         "list_cpu": (cpu4 - cpu3) / (2 * lists) * 1000,  # the warm-up round counts too: 2 × lists requests
     }
 
@@ -230,9 +258,14 @@ def main() -> None:
     print(f"# request path through awp_serve · {machine()} · {pushes} pushes, {lists} list requests per row")
     print("\nOne-event push, concurrency 1, keep-alive; baseline: GET /healthz interleaved on the same connection\n")
     print_table(
-        ["workers", "healthz p50 ms", "push p50 ms", "push p95 ms", "push ÷ healthz (p50)", "healthz CPU ms", "push CPU ms"],
-        [[r["workers"], r["health_p50"], r["push_p50"], r["push_p95"], r["push_p50"] / r["health_p50"], r["health_cpu"], r["push_cpu"]] for r in results],
+        ["workers", "healthz p50 ms", "push p50 ms", "push p95 ms", "push ÷ healthz (p50)", "healthz CPU ms", "push CPU ms", "iteration.* push ÷ healthz", "commit ms"],
+        [
+            [r["workers"], r["health_p50"], r["push_p50"], r["push_p95"], r["push_p50"] / r["health_p50"], r["health_cpu"], r["push_cpu"], r["projected_ratio"], r["commit_p50"]]
+            for r in results
+        ],
     )
+    print("\niteration.* push: a kind a projector reads (the general path). commit ms: this server's durable commit now")
+    print("(autocommit one-row INSERT p50 − SELECT 1 p50), which every push pays and /healthz does not.")
     print(f"\nExperiments list (10 experiments, logged in), {CONCURRENCY} concurrent keep-alive clients; baseline: /healthz at the same concurrency\n")
     print_table(
         ["workers", "healthz requests/s", "list requests/s", "list p50 ms", "list p95 ms", "list CPU ms (daphne)"],

@@ -37,17 +37,34 @@ class ProjectionContext:
 
 
 Projector = Callable[["Run", list["Event"], ProjectionContext], None]
+# applies(event, experiment) -> False only when the projector certainly reads, writes and refuses nothing for this
+# one event (an EventSpec before it is stored, or an Event); the event's experiment is the run's.
+Applies = Callable[[Any, "Experiment"], bool]
 
-# (kind prefix, projector, name); a prefix "board." matches "board.post", "" matches everything.
-_PROJECTORS: list[tuple[str, Projector, str]] = []
+# (kind prefix, projector, name, applies); a prefix "board." matches "board.post", "" matches everything.
+_PROJECTORS: list[tuple[str, Projector, str, Applies | None]] = []
 
 
-def register_projector(prefix: str, projector: Projector, *, name: str | None = None) -> None:
-    """Register `projector` for events whose kind starts with `prefix` (idempotent by name)."""
+def register_projector(prefix: str, projector: Projector, *, name: str | None = None, applies: Applies | None = None) -> None:
+    """Register `projector` for events whose kind starts with `prefix` (idempotent by name).
+
+    `applies` narrows what the prefix says (without it, every matching event applies): an event no projector
+    applies to needs no projection step, so a one-event push of it is one statement (`experiments.push`). It
+    must never say False for an event the projector would act on.
+    """
     label = name or f"{projector.__module__}.{projector.__qualname__}"
-    if any(existing == label for _, _, existing in _PROJECTORS):
+    if any(existing == label for _, _, existing, _ in _PROJECTORS):
         return
-    _PROJECTORS.append((prefix, projector, label))
+    _PROJECTORS.append((prefix, projector, label, applies))
+
+
+def needs_projection(event: Any, experiment: Experiment) -> bool:
+    """Whether any registered projector applies to this one event (False: projecting it would do nothing)."""
+    kind = event.kind
+    for prefix, _, _, applies in _PROJECTORS:
+        if kind.startswith(prefix) and (applies is None or applies(event, experiment)):
+            return True
+    return False
 
 
 def project(run: Run, events: Iterable[Event], ctx: ProjectionContext) -> None:
@@ -59,7 +76,7 @@ def project(run: Run, events: Iterable[Event], ctx: ProjectionContext) -> None:
     by_kind: dict[str, list[Event]] = {}
     for event in ordered:
         by_kind.setdefault(event.kind, []).append(event)
-    for prefix, projector, _ in _PROJECTORS:
+    for prefix, projector, _, _ in _PROJECTORS:
         kinds = [kind for kind in by_kind if kind.startswith(prefix)]
         if len(kinds) == len(by_kind):
             matching = ordered
@@ -73,7 +90,7 @@ def project(run: Run, events: Iterable[Event], ctx: ProjectionContext) -> None:
 
 def registered() -> list[str]:
     """Names of the registered projectors, for the admin and tests."""
-    return [name for _, _, name in _PROJECTORS]
+    return [name for _, _, name, _ in _PROJECTORS]
 
 
 @dataclass(frozen=True)

@@ -173,10 +173,15 @@ def project_digest(run: Run, events: list[Event], ctx: ProjectionContext) -> Non
 def register() -> None:
     """Called from ExperimentsConfig.ready()."""
     # One projector for run.* and iteration.*, so a batch updates the Run row once and in seq order.
-    register_projector("", project_run, name="experiments.run")
+    register_projector("", project_run, name="experiments.run", applies=run_projection_applies)
     register_projector("board.post", project_board, name="experiments.board")
     register_projector("digest", project_digest, name="experiments.digest")
-    register_projector("", project_span_errors, name="experiments.span_errors")
+    register_projector("", project_span_errors, name="experiments.span_errors", applies=lambda event, _experiment: event.ts_source == "span")
+
+
+def run_projection_applies(event: Any, experiment: Any) -> bool:
+    """project_run reads run.* and iteration.* events and the usage of OpenTelemetry spans; nothing else."""
+    return event.kind.startswith(("run.", "iteration.")) or (event.ts_source == "span" and event.kind in SPAN_USAGE_KINDS)
 
 
 @transaction.atomic

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from experiments.projections import register_projector
-from state.secrets import learn_from_events
-from state.services import project_state_events
+from state.secrets import learn_from_events, may_learn_from
+from state.services import STATE_EVENT_KINDS, project_state_events
 
 
 def register() -> None:
@@ -12,5 +12,5 @@ def register() -> None:
 
     Known secrets are learnt first, so memory projectors (registered later) already mask them in what they store.
     """
-    register_projector("", learn_from_events, name="state.learn_secrets")
-    register_projector("", project_state_events, name="state.project_state_events")
+    register_projector("", learn_from_events, name="state.learn_secrets", applies=may_learn_from)
+    register_projector("", project_state_events, name="state.project_state_events", applies=lambda event, _experiment: event.kind in STATE_EVENT_KINDS)

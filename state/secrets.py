@@ -80,14 +80,27 @@ def learn_from_events(run: Run, events: list[Event], ctx: ProjectionContext) -> 
         learn_secrets(experiment_id=run.experiment_id, values=found)
 
 
+def may_learn_from(event: Any, experiment: Any) -> bool:
+    """Whether learn_from_events could find anything in this one event (its `applies`: False means it learns nothing)."""
+    from state.services_redaction import sensitive_fields_for
+
+    stored = getattr(event, "stored_json", None)  # as learn_from_events reads it
+    serialized = stored.decode() if stored else None
+    return event_may_hold_secrets(event.kind, event.agent_id or "", event.payload, sensitive_fields_for(experiment), serialized=serialized)
+
+
+def event_may_hold_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> bool:
+    """One C-speed pass over the serialized event: False means event_secrets finds nothing in it (most events)."""
+    if serialized is None:
+        serialized = json.dumps(payload, ensure_ascii=False, default=str)
+    return may_hold_secrets(f"{kind}\n{agent_id}\n{serialized}", sensitive)
+
+
 def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> set[str]:
     """The credentials one event carries: under sensitive keys, in any free-text shape of its strings, and in its
     dict keys, kind and agent id (a token used as a metric name or a key is a token all the same). `serialized`:
     the payload's JSON text when the caller has it (non-ASCII unescaped, as `json.dumps(ensure_ascii=False)`)."""
-    if serialized is None:
-        serialized = json.dumps(payload, ensure_ascii=False, default=str)
-    # One C-speed pass over the serialized event first: most events hold nothing a secret could be.
-    if not may_hold_secrets(f"{kind}\n{agent_id}\n{serialized}", sensitive):
+    if not event_may_hold_secrets(kind, agent_id, payload, sensitive, serialized=serialized):
         return set()
     found = secrets_in(payload, sensitive)
     # Each name alone: one key is never the value of the key before it.
@@ -120,15 +133,21 @@ def _keys(value: Any) -> Iterable[str]:
             yield from _keys(item)
 
 
-def known_secrets_for(experiment_id: int | None, *, escaped: bool = False) -> KnownSecrets:
+# The freshness stamp of an experiment's known secrets, in SQL: a statement that reads it with its own work saves
+# known_secrets_for its query (pass what it read as `stamp`).
+STAMP_SQL = "SELECT ARRAY[count(*), coalesce(max(id), 0)] FROM state_knownsecret WHERE experiment_id = %s"
+
+
+def known_secrets_for(experiment_id: int | None, *, escaped: bool = False, stamp: tuple[int, int] | None = None) -> KnownSecrets:
     """The experiment's (None: the pool's) known secrets as one matcher; escaped=True also matches their
-    HTML/JSON/URL forms."""
-    scope = "experiment_id = %s" if experiment_id is not None else "experiment_id IS NULL"
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*), coalesce(max(id), 0) FROM state_knownsecret WHERE {scope}",
-                       [experiment_id] if experiment_id is not None else [])  # fmt: skip
-        count, top = cursor.fetchone()
-    stamp = (int(count), int(top))
+    HTML/JSON/URL forms. `stamp`: (count, max id) as STAMP_SQL read it just now (no query then)."""
+    if stamp is None:
+        scope = "experiment_id = %s" if experiment_id is not None else "experiment_id IS NULL"
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*), coalesce(max(id), 0) FROM state_knownsecret WHERE {scope}",
+                           [experiment_id] if experiment_id is not None else [])  # fmt: skip
+            count, top = cursor.fetchone()
+        stamp = (int(count), int(top))
     cached = _cache.get(experiment_id)
     if cached is None or cached[0] != stamp:
         values = list(KnownSecret.objects.filter(experiment_id=experiment_id).values_list("value", flat=True))

@@ -109,12 +109,17 @@ def redactor_for(experiment: Any) -> Redactor:
 # -- the response net: which experiments a request reads, so every answer is value-masked for them -------------
 
 
-def mark_in_scope(request: Any, experiment: Any) -> None:
-    """Note that this request reads `experiment`: its answer passes the experiment's known-secret net."""
+def mark_in_scope(request: Any, experiment: Any, *, known_stamp: tuple[int, int] | None = None) -> None:
+    """Note that this request reads `experiment`: its answer passes the experiment's known-secret net.
+
+    `known_stamp`: the freshness stamp of its known secrets (state.secrets.STAMP_SQL) that the view's own
+    statement read after its last write, so the net needs no query of its own."""
     scoped = getattr(request, "awp_redaction_scope", None)
     if scoped is None:
         scoped = request.awp_redaction_scope = {}
     scoped[experiment.pk] = experiment
+    if known_stamp is not None:
+        request.awp_known_stamps = {**getattr(request, "awp_known_stamps", {}), experiment.pk: known_stamp}
 
 
 def mark_revealed(request: Any) -> None:
@@ -138,7 +143,9 @@ def net_known_secrets(request: Any) -> KnownSecrets:
         return KnownSecrets.empty()
     scoped = list(getattr(request, "awp_redaction_scope", {}).values())
     if len(scoped) == 1:
-        return known_secrets_for(scoped[0].pk, escaped=True)  # compiled once per process and change
+        # Compiled once per process and change; a view whose statement read the freshness stamp left it here.
+        stamp = getattr(request, "awp_known_stamps", {}).get(scoped[0].pk)
+        return known_secrets_for(scoped[0].pk, escaped=True, stamp=stamp)
     values: set[str] = set()
     for experiment in scoped:
         values |= known_secrets_for(experiment.pk).values

@@ -1,4 +1,5 @@
-"""The one-event push in one statement (experiments.ingest.push_one) against the general path it short-cuts."""
+"""The one-event push in one statement — experiments.push (autocommit, one round trip) and experiments.ingest.push_one
+(inside the API's transaction, for events a projector reads) — against the general path they short-cut."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ from typing import Any
 
 import pytest
 import requests
+from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments.models import BoardPost, Event, Run
+from experiments.models import ApiToken, BoardPost, Event, Experiment, Run
 from memory.models import Episode, MemoryEntry
+from state.models import KnownSecret
+from state.secrets import learn_secrets
 from tests.factories import make_experiment, make_member, make_token
 from tests.live.test_processes import frame_reaching, open_socket
 from tests.proofkit import login_cookie
@@ -29,6 +34,9 @@ events = st.one_of(
     st.builds(lambda topic: {"kind": "board.post", "payload": {"topic": topic, "payload": {"x": 1}}}, st.sampled_from(["a", "b"])),
     st.builds(lambda key: {"kind": "run.complete", "idempotency_key": key, "payload": {"status": "complete", "loss": 0.25}}, st.sampled_from(KEYS)),
     st.builds(lambda key: {"kind": "log", "idempotency_key": key, "payload": {"password": "hunter2-swordfish"}}, st.sampled_from(KEYS)),
+    st.builds(lambda key, v: {"kind": "metric.loss", "idempotency_key": key, "agent_id": "w2", "payload": {"value": v}}, st.sampled_from(KEYS), st.floats(0, 1)),
+    st.builds(lambda key: {"kind": "tool.call", "idempotency_key": key, "payload": {"tool": "grep", "args": ["-n", key]}}, st.sampled_from(KEYS)),
+    st.builds(lambda: {"kind": "log", "payload": {"msg": "no key"}}),
     st.just({"kind": "no.such.kind", "payload": {}}),
 )  # fmt: skip
 
@@ -61,6 +69,7 @@ def test_one_event_pushes_equal_the_general_path(monkeypatch, pushes):
         client = Client(HTTP_AUTHORIZATION=f"Bearer {make_token(experiment)}", HTTP_HOST="127.0.0.1")
         with monkeypatch.context() as patch:
             if not one_statement:
+                patch.setattr("experiments.push.one_statement_push", lambda request: None)
                 patch.setattr("experiments.api.push_one", lambda *args, **kwargs: None)
             start = _push(client, "r", {"kind": "run.start", "idempotency_key": "start", "payload": {"task": "t"}})
             answers.append([start] + [_push(client, "r", event) for event in pushes])
@@ -69,17 +78,129 @@ def test_one_event_pushes_equal_the_general_path(monkeypatch, pushes):
     assert states[0] == states[1]
 
 
-@pytest.mark.django_db
-def test_a_one_event_push_is_one_statement_between_begin_and_commit():
-    experiment = make_experiment()
+def _statements(client: Client, run_id: str, event: dict[str, Any]) -> tuple[int, Any, list[str]]:
+    """The push's answer and the first word of each statement it sent (not the test's own savepoints)."""
+    with CaptureQueriesContext(connection) as queries:
+        status, body = _push(client, run_id, event)
+    words = [q["sql"].strip().split()[0].upper() for q in queries.captured_queries]
+    return status, body, [word for word in words if word not in ("SAVEPOINT", "RELEASE")]
+
+
+def _client(experiment: Experiment) -> Client:
     client = Client(HTTP_AUTHORIZATION=f"Bearer {make_token(experiment)}", HTTP_HOST="127.0.0.1")
     assert _push(client, "r", {"kind": "run.start", "idempotency_key": "start", "payload": {}})[0] == 200
+    return client
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("prepared", [True, False])
+def test_a_one_event_push_is_one_statement(settings, prepared):
+    settings.AWP_PREPARED_STATEMENTS = prepared  # prepared on the server, or bound on the client as Django does
+    client = _client(make_experiment())
+    status, body, statements = _statements(client, "r", {"kind": "log", "idempotency_key": "one", "payload": {"msg": "hi"}})
+    # token check, run lock, dedupe, insert, head, NOTIFY and the known-secret stamp: one statement, in autocommit
+    assert (status, body, statements) == (200, {"seqs": [2], "new": 1, "last_seq": 2}, ["WITH"])
+    status, body, statements = _statements(client, "r", {"kind": "log", "idempotency_key": "one", "payload": {"msg": "hi"}})
+    assert (status, body, statements) == (200, {"seqs": [2], "new": 0, "last_seq": 2}, ["WITH"])  # a replay
+    assert Event.objects.filter(run__run_id="r").count() == 2
+
+
+@pytest.mark.django_db
+def test_a_token_this_process_has_not_seen_costs_one_look_up_more():
+    experiment = make_experiment()
+    _client(experiment)
+    token, secret = ApiToken.issue(experiment=experiment, name="second", scopes=["ingest"])
+    second = Client(HTTP_AUTHORIZATION=f"Bearer {secret}", HTTP_HOST="127.0.0.1")
+    status, _body, statements = _statements(second, "r", {"kind": "log", "idempotency_key": "a", "payload": {}})
+    assert (status, statements) == (200, ["SELECT", "WITH"])
+    token.refresh_from_db()
+    assert token.last_used_at is not None  # the statement notes its use, as the general path's look-up does
+
+
+@pytest.mark.django_db
+def test_events_a_projector_reads_take_the_transaction_with_the_projectors():
+    experiment = make_experiment()
+    client = _client(experiment)
+    status, _body, statements = _statements(client, "r", {"kind": "iteration.decision", "idempotency_key": "d", "iteration": 3, "payload": {}})
+    assert status == 200 and statements[:2] == ["SELECT", "WITH"] and len(statements) > 2  # look-up, push_one, projectors
+    assert Run.objects.get(experiment=experiment, run_id="r").iterations == 3
+    secret = {"kind": "log", "idempotency_key": "s", "payload": {"api_key": "sk-live-5f0d8a7c2b9e4d61"}}
+    status, _body, statements = _statements(client, "r", secret)
+    assert status == 200 and statements[:2] == ["SELECT", "WITH"] and len(statements) > 2
+    assert KnownSecret.objects.filter(experiment=experiment, value="sk-live-5f0d8a7c2b9e4d61").exists()
+
+
+@pytest.mark.django_db
+def test_a_token_changed_after_this_process_knew_it_is_answered_as_before():
+    experiment, other = make_experiment(), make_experiment()
+    token, secret = ApiToken.issue(experiment=experiment, name="t", scopes=["ingest"])
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}", HTTP_HOST="127.0.0.1")
+    assert _push(client, "r", {"kind": "run.start", "idempotency_key": "start", "payload": {}})[0] == 200
+    assert _push(client, "r", {"kind": "log", "idempotency_key": "a", "payload": {}})[0] == 200  # known now
+    body = {"run_id": "r", "experiment": other.slug, "events": [{"kind": "log", "idempotency_key": "b", "payload": {}}]}
+    response = client.post("/api/v1/ingest", data=json.dumps(body), content_type="application/json")
+    assert (response.status_code, response.json()["code"]) == (403, "token_experiment_mismatch")
+    ApiToken.objects.filter(pk=token.pk).update(scopes=["memory:read"])
+    assert _push(client, "r", {"kind": "log", "idempotency_key": "c", "payload": {}}) == (403, "missing_scope")
+    ApiToken.objects.filter(pk=token.pk).update(scopes=["ingest"], revoked_at=timezone.now())
+    assert _push(client, "r", {"kind": "log", "idempotency_key": "d", "payload": {}}) == (401, "unauthorized")
+    assert _push(client, "nope", {"kind": "log", "idempotency_key": "e", "payload": {}}) == (401, "unauthorized")
+    stored = Event.objects.filter(run__experiment=experiment).order_by("seq").values_list("dedupe_key", flat=True)
+    assert list(stored) == ["key:start", "key:a"]
+
+
+@pytest.mark.django_db
+def test_a_protocol_that_makes_a_field_sensitive_is_seen_by_the_next_push():
+    experiment = make_experiment()
+    client = _client(experiment)
+    assert _statements(client, "r", {"kind": "log", "idempotency_key": "a", "payload": {"zorblax": "plain words"}})[2] == ["WITH"]
+    Experiment.objects.filter(pk=experiment.pk).update(protocol={"security": {"sensitive_fields": ["zorblax"]}})
+    event = {"kind": "log", "idempotency_key": "b", "payload": {"zorblax": "Quokka-Marmot-Umbrella-81"}}
+    status, _body, statements = _statements(client, "r", event)
+    # the statement saw the changed protocol and wrote nothing; the general path learnt the new field's value
+    assert status == 200 and statements[0] == "WITH" and len(statements) > 3
+    assert KnownSecret.objects.filter(experiment=experiment, value="Quokka-Marmot-Umbrella-81").exists()
+    assert Event.objects.filter(run__experiment=experiment).count() == 3
+
+
+@pytest.mark.django_db
+def test_the_answer_passes_the_net_with_the_stamp_the_statement_read():
+    experiment = make_experiment()
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {make_token(experiment)}", HTTP_HOST="127.0.0.1")
+    run_id = "run-Zq7xK2mWp9Lr4Tn8"
+    assert _push(client, run_id, {"kind": "run.start", "idempotency_key": "start", "payload": {}})[0] == 200
+    assert _push(client, run_id, {"kind": "log", "idempotency_key": "a", "payload": {}})[0] == 200  # the matcher is compiled
+    learn_secrets(experiment_id=experiment.pk, values=[run_id])  # learnt after that (elsewhere: another process)
+    body = {"run_id": run_id, "events": [{"kind": "log", "idempotency_key": "b", "payload": {}}]}
     with CaptureQueriesContext(connection) as queries:
-        status, body = _push(client, "r", {"kind": "log", "idempotency_key": "one", "payload": {"msg": "hi"}})
-    assert (status, body["seqs"], body["new"]) == (200, [2], 1)
-    statements = [q["sql"].strip().split()[0].upper() for q in queries.captured_queries]
-    # token look-up, BEGIN, the one statement, COMMIT, the response net's freshness check of the known secrets
-    assert statements.count("WITH") == 1 and "INSERT" not in statements and len(statements) <= 5, statements
+        response = client.post("/api/v1/ingest", data=json.dumps(body), content_type="application/json")
+    assert response.status_code == 200 and response.json()["seqs"] == [3] and run_id not in response.content.decode()
+    assert len(queries.captured_queries) == 2  # the statement, then the new values of the matcher its stamp called for
+
+
+@pytest.mark.django_db
+def test_rate_limits_count_each_push_once_whichever_path_answers(settings):
+    cache.clear()
+    settings.AWP_RATE_LIMIT_TOKEN_PER_MINUTE = 4
+    experiment = make_experiment()
+    token, secret = ApiToken.issue(experiment=experiment, name="t", scopes=["ingest"])
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}", HTTP_HOST="127.0.0.1")
+    try:
+        answers = [
+            _push(client, "r", {"kind": "run.start", "idempotency_key": "start", "payload": {}})[0],  # the general path
+            _push(client, "r", {"kind": "log", "idempotency_key": "a", "payload": {}})[0],  # one statement
+            _push(client, "gone", {"kind": "log", "idempotency_key": "b", "payload": {}})[1],  # the statement, then the general path
+            _push(client, "r", {"kind": "log", "idempotency_key": "c", "payload": {}})[0],
+            _push(client, "r", {"kind": "log", "idempotency_key": "d", "payload": {}})[1],
+        ]
+        assert answers == [200, 200, "unknown_run", 200, "rate_limited"]
+        ApiToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
+        assert _push(client, "r", {"kind": "log", "idempotency_key": "e", "payload": {}})[1] == "unauthorized"  # revoked beats the limit
+        settings.AWP_RATE_LIMIT_ADDRESS_PER_MINUTE = 6  # six attempts from this address so far, each counted once
+        other = Client(HTTP_AUTHORIZATION=f"Bearer {make_token(experiment)}", HTTP_HOST="127.0.0.1")
+        assert _push(other, "r", {"kind": "log", "idempotency_key": "f", "payload": {}})[1] == "rate_limited"
+    finally:
+        cache.clear()
 
 
 @pytest.mark.django_db(transaction=True)
