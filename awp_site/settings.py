@@ -192,6 +192,9 @@ AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
 # that stops is then reported by /healthz and semantic search answers 503 embedding_worker_down, rather than
 # loading the model into a web process. "optional" (default): with no worker, a process loads the model itself.
 AWP_EMBED_WORKER = os.environ.get("AWP_EMBED_WORKER", "optional")
+# The worker starts the model's process when vectors are asked for and stops it after this many seconds without a
+# request (0: keeps it): an install at rest does not hold the model (~155 MB); the next search waits ~2 s for it.
+AWP_EMBED_IDLE_SECONDS = float(os.environ.get("AWP_EMBED_IDLE_SECONDS", "60"))
 AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
 # Credential nouns and their short forms; pass, pw, auth, session, cookie, otp, pin and bearer count only as a

@@ -3,6 +3,10 @@
 The listening socket is bound once, here, and every worker accepts on it (daphne --fd): the kernel hands each
 connection to one idle worker, so every core serves pages. Workers share nothing but Postgres; live updates
 cross them through the channel layer (LISTEN/NOTIFY by default, Redis when REDIS_URL is set).
+
+The demo's folder follower and the embedding worker run as threads of this process, not as processes of their
+own: this process has Django loaded anyway, and each further Django process held ~90 MB (bench/footprint.py).
+The embedding worker starts the model's process only when vectors are asked for (memory.embeddings.ModelHost).
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -34,43 +41,65 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, _raise_keyboard_interrupt)
         python = sys.executable
-        procs: list[subprocess.Popen[bytes]] = []
-        commands = self.companion_commands(no_demo=options["no_demo"])
-        if any(command[0] == "awp_embed" for command in commands):
+        companions = self.companions(no_demo=options["no_demo"])
+        if "embedding worker" in companions:
             os.environ.setdefault("AWP_EMBED_WORKER", "required")  # the daphne workers below ask it, never load the model
         # Two malloc arenas per process, not 8 per core: Django runs each sync request in a thread of its own and
         # ONNX Runtime infers on a thread pool; every arena kept the peak of what its thread did (bench/footprint.py).
-        env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
-        for command in commands:
-            procs.append(subprocess.Popen([python, "manage.py", *command], preexec_fn=_default_signals, env=env))
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
         listener = bind_listener(options["host"], options["port"])
         workers = max(1, options["workers"])
         daphne = [python, "-m", "awp_site.daphne_worker", "--fd", str(listener.fileno()), "awp_site.asgi:application"]
-        companions = list(procs)
-        for _ in range(workers):
-            procs.append(subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()], env=env))
+        procs = [subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()]) for _ in range(workers)]
         listener.close()  # the workers hold it now
+        # The companions start after the workers: preexec_fn is only safe while this process has one thread.
+        stop = threading.Event()
+        threads = [threading.Thread(target=_companion, args=(name, run, stop), name=f"awp-{name}", daemon=True) for name, run in companions.items()]
+        for thread in threads:
+            thread.start()
         url = f"http://{options['host']}:{options['port']}"
         self.stdout.write(f"  Dashboard: {url}   ({workers} daphne worker{'s' if workers != 1 else ''}; Ctrl-C stops it)")
         try:
-            wait_any(procs[len(companions) :], companions)
+            wait_any(procs)
         except KeyboardInterrupt:
             pass
         finally:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            stop.set()
             stop_all(procs)
+            for thread in threads:
+                thread.join(timeout=15)
 
-    def companion_commands(self, *, no_demo: bool) -> list[list[str]]:
-        """Management commands run beside daphne (the ingest and memory capabilities add theirs)."""
+    def companions(self, *, no_demo: bool) -> dict[str, Callable[[threading.Event], None]]:
+        """What runs beside daphne, each in a thread of this process (the ingest and memory capabilities add theirs)."""
         from django.core.management import get_commands
 
         available = get_commands()
-        commands: list[list[str]] = []
+        found: dict[str, Callable[[threading.Event], None]] = {}
         if not no_demo and "awp_demo" in available:
-            commands.append(["awp_demo"])
+            from experiments.management.commands.awp_demo import follow_demo
+
+            found["demo"] = lambda stop: follow_demo(self.stdout, stop=stop)
         if "awp_embed" in available:
-            commands.append(["awp_embed", "--loop"])
-        return commands
+            from memory.management.commands.awp_embed import run_worker
+
+            found["embedding worker"] = lambda stop: run_worker(self.stdout, self.stderr, stop=stop)
+        return found
+
+
+def _companion(name: str, run: Callable[[threading.Event], None], stop: threading.Event) -> None:
+    """One companion in its thread: a failure is printed and ends that companion only, as a process of its own would."""
+    from django.db import connection
+
+    try:
+        run(stop)
+    except Exception:
+        if not stop.is_set():
+            import traceback
+
+            print(f"awp_serve: the {name} stopped on an error:\n{traceback.format_exc()}", file=sys.stderr)
+    finally:
+        connection.close()
 
 
 def bind_listener(host: str, port: int) -> socket.socket:
@@ -84,7 +113,7 @@ def bind_listener(host: str, port: int) -> socket.socket:
     return listener
 
 
-def wait_any(workers: list[subprocess.Popen[bytes]], others: list[subprocess.Popen[bytes]]) -> None:
+def wait_any(workers: list[subprocess.Popen[bytes]]) -> None:
     """Sleep until a worker exits (a crashed worker stops the whole server rather than serving with fewer)."""
     while True:
         try:
@@ -93,8 +122,13 @@ def wait_any(workers: list[subprocess.Popen[bytes]], others: list[subprocess.Pop
             return
         if exited is None or any(proc.pid == exited.si_pid for proc in workers):
             return
-        for proc in others:
-            proc.poll()  # reap a companion that finished (awp_demo ends after its replay)
+        # Another child (the model's process, stopped when idle): its owner reaps it; if it has not within a
+        # second, it is reaped here, so this loop does not wake on it again.
+        time.sleep(1.0)
+        try:
+            os.waitid(os.P_PID, exited.si_pid, os.WEXITED | os.WNOHANG)
+        except ChildProcessError:
+            pass
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
