@@ -41,7 +41,9 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
-    "daphne",
+    # daphne's app only gives `runserver` its ASGI server, and loads Twisted and OpenSSL (~27 MB) into every process
+    # that sets Django up: awp_serve's workers load daphne themselves (awp_site.daphne_worker), the rest need none.
+    *(["daphne"] if sys.argv[1:2] == ["runserver"] else []),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -64,6 +64,11 @@ def label(proc: psutil.Process) -> str:
         return "postgres" if len(cmdline) > 1 and cmdline[1] == "-D" else cmdline[0][:40]
     if any("memory.model_process" in arg for arg in cmdline):
         return "embedding model (on demand)"
+    try:
+        if proc.name() == "awp-daphne":  # a worker forked by awp_serve (its command line is awp_serve's)
+            return "daphne"
+    except psutil.Error:
+        return "?"
     for word in ("awp_serve", "awp_demo", "awp_embed", "daphne", "awp_watch", "make"):
         if any(word in arg for arg in cmdline):
             return word

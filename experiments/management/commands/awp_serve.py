@@ -42,15 +42,23 @@ class Command(BaseCommand):
             signal.signal(signum, _raise_keyboard_interrupt)
         python = sys.executable
         companions = self.companions(no_demo=options["no_demo"])
-        if "embedding worker" in companions:
-            os.environ.setdefault("AWP_EMBED_WORKER", "required")  # the daphne workers below ask it, never load the model
+        if "embedding worker" in companions and "AWP_EMBED_WORKER" not in os.environ:
+            from django.conf import settings
+
+            # The daphne workers below (forked: this process's settings; started: the environment) ask it, never load the model.
+            os.environ["AWP_EMBED_WORKER"] = settings.AWP_EMBED_WORKER = "required"
         # Two malloc arenas per process, not 8 per core: Django runs each sync request in a thread of its own and
         # ONNX Runtime infers on a thread pool; every arena kept the peak of what its thread did (bench/footprint.py).
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+        _limit_malloc_arenas(int(os.environ["MALLOC_ARENA_MAX"]))  # this process and the workers forked from it
         listener = bind_listener(options["host"], options["port"])
         workers = max(1, options["workers"])
-        daphne = [python, "-m", "awp_site.daphne_worker", "--fd", str(listener.fileno()), "awp_site.asgi:application"]
-        procs = [subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()]) for _ in range(workers)]
+        procs: list[Any]
+        if forkable():
+            procs = [fork_worker(listener.fileno()) for _ in range(workers)]
+        else:
+            daphne = [python, "-m", "awp_site.daphne_worker", "--fd", str(listener.fileno()), APP]
+            procs = [subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()]) for _ in range(workers)]
         listener.close()  # the workers hold it now
         # The companions start after the workers: preexec_fn is only safe while this process has one thread.
         stop = threading.Event()
@@ -102,6 +110,115 @@ def _companion(name: str, run: Callable[[threading.Event], None], stop: threadin
         connection.close()
 
 
+APP = "awp_site.asgi:application"
+WORKER_NAME = b"awp-daphne"  # the forked workers' process name (ps -e, psutil name()): their command line is ours
+
+
+def forkable() -> bool:
+    """Whether the daphne workers can be forked from this process: the app loaded here, Twisted not (each
+    worker installs its own reactor), one thread and no open database connection or pool (a child would
+    share them). Forked workers share the ~70 MB of Django, the app and the libraries loaded here (copy on
+    write, kept shared by gc.freeze in awp_site.asgi) instead of each building its own copy."""
+    if os.environ.get("AWP_FORK_WORKERS", "1") == "0":
+        return False
+    from django.db import connections
+
+    import awp_site.asgi  # noqa: F401 - the app, the URLconf and every view module, frozen out of the collector
+
+    for conn in connections.all(initialized_only=True):
+        conn.close()
+        if hasattr(conn, "close_pool"):
+            conn.close_pool()
+    return "twisted" not in sys.modules and threading.active_count() == 1
+
+
+class ForkedWorker:
+    """A daphne worker forked from this process, with the part of Popen's interface that stop_all uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = 0  # reaped elsewhere
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
+            time.sleep(0.05)
+        assert self.returncode is not None
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def fork_worker(fd: int) -> ForkedWorker:
+    """A daphne worker on the inherited listening socket `fd`, forked from this process (see forkable)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return ForkedWorker(pid)
+    code = 1
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _set_process_name(WORKER_NAME)
+        sys.argv = ["daphne", "--fd", str(fd), APP]
+        from awp_site.daphne_worker import main
+
+        main()
+        code = 0
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+    except KeyboardInterrupt:
+        code = 0
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # not the parent's atexit handlers (the embedded Postgres is the parent's to stop)
+
+
+def _set_process_name(name: bytes) -> None:
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
+def _limit_malloc_arenas(count: int) -> None:
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-8, count)  # M_ARENA_MAX: what MALLOC_ARENA_MAX does at a process's start
+    except (OSError, AttributeError):
+        pass
+
+
 def bind_listener(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port, bound once and inherited by every worker."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -113,7 +230,7 @@ def bind_listener(host: str, port: int) -> socket.socket:
     return listener
 
 
-def wait_any(workers: list[subprocess.Popen[bytes]]) -> None:
+def wait_any(workers: list[Any]) -> None:
     """Sleep until a worker exits (a crashed worker stops the whole server rather than serving with fewer)."""
     while True:
         try:
@@ -141,7 +258,7 @@ def _default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+def stop_all(procs: list[Any]) -> None:
     """Ask every child to stop (SIGINT: graceful, runs atexit so the embedded database is released), then wait."""
     for proc in procs:
         if proc.poll() is None:
