@@ -60,14 +60,14 @@ class Command(BaseCommand):
             daphne = [python, "-m", "awp_site.daphne_worker", "--fd", str(listener.fileno()), APP]
             procs = [subprocess.Popen(daphne, preexec_fn=_default_signals, pass_fds=[listener.fileno()]) for _ in range(workers)]
         listener.close()  # the workers hold it now
-        # The companions start after the workers: preexec_fn is only safe while this process has one thread.
-        stop = threading.Event()
-        threads = [threading.Thread(target=_companion, args=(name, run, stop), name=f"awp-{name}", daemon=True) for name, run in companions.items()]
-        for thread in threads:
-            thread.start()
         url = f"http://{options['host']}:{options['port']}"
         self.stdout.write(f"  Dashboard: {url}   ({workers} daphne worker{'s' if workers != 1 else ''}; Ctrl-C stops it)")
+        # The companions start after the workers: fork and preexec_fn are only safe while this process has one thread.
+        stop = threading.Event()
+        threads = [threading.Thread(target=_companion, args=(name, run, stop), name=f"awp-{name}", daemon=True) for name, run in companions.items()]
         try:
+            for thread in threads:
+                thread.start()
             wait_any(procs)
         except KeyboardInterrupt:
             pass
@@ -76,7 +76,8 @@ class Command(BaseCommand):
             stop.set()
             stop_all(procs)
             for thread in threads:
-                thread.join(timeout=15)
+                if thread.is_alive():
+                    thread.join(timeout=15)
 
     def companions(self, *, no_demo: bool) -> dict[str, Callable[[threading.Event], None]]:
         """What runs beside daphne, each in a thread of this process (the ingest and memory capabilities add theirs)."""
