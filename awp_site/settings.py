@@ -41,7 +41,9 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
-    "daphne",
+    # daphne's app only gives `runserver` its ASGI server, and loads Twisted and OpenSSL (~27 MB) into every process
+    # that sets Django up: awp_serve's workers load daphne themselves (awp_site.daphne_worker), the rest need none.
+    *(["daphne"] if sys.argv[1:2] == ["runserver"] else []),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -196,6 +198,9 @@ AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
 # that stops is then reported by /healthz and semantic search answers 503 embedding_worker_down, rather than
 # loading the model into a web process. "optional" (default): with no worker, a process loads the model itself.
 AWP_EMBED_WORKER = os.environ.get("AWP_EMBED_WORKER", "optional")
+# The worker starts the model's process when vectors are asked for and stops it after this many seconds without a
+# request (0: keeps it): an install at rest does not hold the model (~155 MB); the next search waits ~2 s for it.
+AWP_EMBED_IDLE_SECONDS = float(os.environ.get("AWP_EMBED_IDLE_SECONDS", "60"))
 AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
 # Credential nouns and their short forms; pass, pw, auth, session, cookie, otp, pin and bearer count only as a

