@@ -2,10 +2,11 @@
 
 A real delegation loop's workers return TUNE and HOLDOUT documents (shell sessions, config files, markup, HTTP
 traces, tables, next-line values) as free text under harmless keys, a worker writes some to the daily log
-through the memory API, and more arrive pushed as tool calls and logs; a real DAG runs beside it. Then a viewer
-crawls every page, fragment, API answer and run socket, and a `memory:read` token searches and recalls: no TUNE
-value may be visible in any escaped form, and no HOLDOUT value beyond the two the detector misses in the
-document alone. The figure per part is printed (docs/redaction.md has main's and this version's).
+through the memory API, and more arrive pushed as tool calls and logs (the blind parts HOLDOUT2 and HOLDOUT3
+too); a real DAG runs beside it. Then a viewer crawls every page, fragment, API answer and run socket, and a
+`memory:read` token searches and recalls: no TUNE or HOLDOUT value may be visible in any escaped form, and no
+blind value beyond what the detector misses in the document alone. The figure per part is printed
+(docs/redaction.md keeps them).
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_
     server = live_server_factory()
     experiment = make_experiment(slug="corpus")
     viewer = make_member(experiment, "viewer")
-    docs = TUNE_DOCS + HOLDOUT_DOCS + [d for part in BLIND_DOCS.values() for d in part]
+    docs = TUNE_DOCS + HOLDOUT_DOCS
+    # The blind parts are pushed, each document once (in every worker result they would make every page huge).
+    blind = [d for part in BLIND_DOCS.values() for d in part]
     # The loop's workers return every document as free text under a harmless key.
     fake_llm.reset(Script(iterations=2, extra_fields={f"attachment_{i}": doc.text for i, doc in enumerate(docs)}))
     run_delegation_loop(tmp_path / "loop", fake_llm)
@@ -80,6 +83,9 @@ def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_
     events += [{"kind": "tool.call", "agent_id": "deployer", "idempotency_key": f"t{i}",
                 "payload": {"tool": "shell", "args": {"command": doc.text}}} for i, doc in enumerate(docs[1::3])]  # fmt: skip
     events += [{"kind": "log", "idempotency_key": f"l{i}", "payload": {"msg": doc.text}} for i, doc in enumerate(docs[2::3])]
+    events += [{"kind": "tool.call", "agent_id": "operator", "idempotency_key": f"b{i}",
+                "payload": {"tool": "shell", "args": {"command": doc.text}}} for i, doc in enumerate(blind[0::2])]  # fmt: skip
+    events += [{"kind": "log", "idempotency_key": f"bl{i}", "payload": {"msg": doc.text}} for i, doc in enumerate(blind[1::2])]
     pushed = requests.post(f"{server.url}/api/v1/ingest", json={"run_id": PUSH_RUN, "events": events},
                            headers={"Authorization": f"Bearer {token}"}, timeout=60)  # fmt: skip
     assert pushed.status_code == 200, pushed.text
