@@ -129,6 +129,20 @@ def _announces(name: str) -> bool:
 _ANNOUNCED = re.compile(r"[^\n:=<>|]{1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
 
 
+_NEXT_LINE = re.compile(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*")
+
+
+def _bare_value(text: str, at: int) -> tuple[int, int] | None:
+    """(start, end) of the unquoted value at `at`, its trailing sentence punctuation left out."""
+    bare = _BARE_VALUE.match(text, at)
+    if bare is None:
+        return None
+    start, end = bare.span()
+    while end > start and text[end - 1] in _TRAILING:
+        end -= 1
+    return start, end
+
+
 def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     """(start, end) of the value a name announces later on its line (after a colon), or on the next line."""
     match = _ANNOUNCED.match(text, pos)
@@ -138,14 +152,9 @@ def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     if at < len(text) and text[at] not in "\r\n":
         if not match.group("rest"):
             return None  # `user:pw`, `http:`: a colon inside a word joins nothing here
-        bare = _BARE_VALUE.match(text, at)
-        if bare is None:
-            return None
-        start, end = bare.span()
-        while end > start and text[end - 1] in _TRAILING:
-            end -= 1
-        return (start, end) if end > start else None
-    line = re.compile(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*").match(text, at)
+        bare = _bare_value(text, at)
+        return bare if bare is not None and bare[1] > bare[0] else None
+    line = _NEXT_LINE.match(text, at)
     if line is None or line.end() >= len(text):
         return None
     bare = _BARE_VALUE.match(text, line.end())
@@ -205,12 +214,10 @@ def _value_after(text: str, pos: int) -> tuple[int, int, bool] | None:
     quoted = _QUOTED_VALUE.match(text, at)
     if quoted:
         return quoted.start(2), quoted.end(2), True
-    bare = _BARE_VALUE.match(text, at)
+    bare = _bare_value(text, at)
     if bare is None:
         return None
-    start, end = bare.span()
-    while end > start and text[end - 1] in _TRAILING:
-        end -= 1
+    start, end = bare
     if kind == "next":
         # A name on its own line: the value is the whole next line, one token.
         line_end = text.find("\n", at)
