@@ -10,14 +10,14 @@ from ninja.parser import Parser
 
 from awp_site.apierrors import ApiError
 from awp_site.dberrors import answer_for
-from awp_site.jsonbody import parse_json_body
+from awp_site.jsonbody import request_json
 
 
 class GuardedJsonParser(Parser):
     """Every body through the one guarded reader (awp_site.jsonbody): orjson, bounded depth, no NaN/NUL."""
 
     def parse_body(self, request: HttpRequest):  # type: ignore[no-untyped-def]
-        return parse_json_body(request.body)
+        return request_json(request)
 
 
 api = NinjaAPI(

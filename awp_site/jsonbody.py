@@ -31,6 +31,22 @@ class _NonFinite:
 _NON_FINITE = _NonFinite()
 
 
+def request_json(request: Any) -> Any:
+    """parse_json_body of a request's body, read once per request: a path that looks at the body before the
+    API's parser (the one-statement push) leaves the value, or the refusal, for the parser to take."""
+    cached = request.__dict__.get("_awp_json")
+    if cached is None:
+        try:
+            cached = (parse_json_body(request.body), None)
+        except ApiError as refused:
+            cached = (None, refused)
+        request.__dict__["_awp_json"] = cached
+    value, refused = cached
+    if refused is not None:
+        raise refused
+    return value
+
+
 def parse_json_body(body: bytes) -> Any:
     """The JSON value of a request body, or an ApiError saying what is wrong with it."""
     try:

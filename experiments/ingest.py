@@ -114,7 +114,7 @@ def push_one(experiment: Experiment, run_id: str, event: EventIn, *, ctx: Projec
         return run, AppendResult(seqs=[known], new_events=[])
     run.last_seq, run.updated_at = seq, now
     fresh = _event_row(run.pk, seq, event, payload, now)
-    fresh.stored_json = data if event.payload_bytes is None else None
+    fresh.stored_json = data
     project(run, [fresh], ctx)
     return run, AppendResult(seqs=[seq], new_events=[fresh])
 
@@ -140,9 +140,9 @@ def append_locked(run: Run, events: list[EventIn], *, ctx: ProjectionContext) ->
         seqs.append(head)
         payload, data = _storable(event, ctx)
         row = _event_row(run.pk, head, event, payload, now)
-        # The payload as we serialised it (not a file's own bytes, which may spell letters as \u escapes): projectors
-        # that read its text need not serialise it again.
-        row.stored_json = data if event.payload_bytes is None else None
+        # The payload as payload_json serialised it (the validator's bytes or _storable's): projectors that read its
+        # text need not serialise it again.
+        row.stored_json = data
         fresh.append(row)
         payloads.append(data)
     if fresh:

@@ -36,7 +36,7 @@ from psycopg.types.numeric import Int8
 from awp_site.apierrors import ApiError
 from awp_site.auth import CountedRates, check_address_rate, hit_token_rate
 from awp_site.db import prepared_cursor
-from awp_site.jsonbody import parse_json_body
+from awp_site.jsonbody import request_json
 from awp_site.live import run_advanced_expression
 from experiments.ingest import LEDGER_COLUMNS, _existing_seqs
 from experiments.models import Experiment, from_row, hash_secret
@@ -92,7 +92,7 @@ def one_statement_push(request: HttpRequest) -> HttpResponse | None:
     scheme, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     if scheme.lower() != "bearer" or not secret:
         return None
-    event, run_id, slug = _one_event(request.body)
+    event, run_id, slug = _one_event(request)
     if event is None:
         return None
     # From here the attempt counts against the address (once: the general path is told).
@@ -131,11 +131,12 @@ def one_statement_push(request: HttpRequest) -> HttpResponse | None:
     return HttpResponse(json.dumps(answer), content_type="application/json; charset=utf-8")
 
 
-def _one_event(body: bytes) -> tuple[Any, str, str | None]:
-    """(the event, run id, experiment slug) of a body holding one valid event; (None, "", None) for any other."""
+def _one_event(request: HttpRequest) -> tuple[Any, str, str | None]:
+    """(the event, run id, experiment slug) of a body holding one valid event; (None, "", None) for any other.
+    The body is read once: the general path's parser takes the value (or the refusal) from the request."""
     nothing = None, "", None
     try:
-        value = parse_json_body(body)
+        value = request_json(request)
     except ApiError:
         return nothing
     if type(value) is not dict or not value.keys() <= BODY_FIELDS:
