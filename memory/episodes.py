@@ -10,6 +10,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Max
 
+from awp_site.bulk import bare, insert_rows
 from experiments.models import Event, Experiment, Run
 from experiments.projections import ProjectionContext
 from memory import embeddings, recall
@@ -91,12 +92,13 @@ def project_episodes(run: Run, events: list[Event], ctx: ProjectionContext) -> N
         text = recall.render_fields(shown)
         if event.kind == "board.post":
             text = f"[{(event.payload or {}).get('topic', '')}] {text}"
-        rows.append(Episode(
-            experiment=experiment, run=run, key=f"ev:{run.pk}:{event.seq}", agent_id=agent[:200], kind=event.kind,
-            turn=turn, is_public=event.kind in recall.PUBLIC_KINDS, fields=fields, text=text, words=sorted(recall.words(text)),
-            occurred_at=event.occurred_at or event.recorded_at,
-        ))  # fmt: skip
-    Episode.objects.bulk_create(rows, ignore_conflicts=True)
+        rows.append(bare(Episode, {
+            "experiment_id": experiment.pk, "run_id": run.pk, "key": f"ev:{run.pk}:{event.seq}", "agent_id": agent[:200],
+            "kind": event.kind, "turn": turn, "is_public": event.kind in recall.PUBLIC_KINDS, "fields": fields, "text": text,
+            "words": sorted(recall.words(text)), "occurred_at": event.occurred_at or event.recorded_at,
+        }))  # fmt: skip
+    # One statement of constant size (a batch's episodes are thousands of rows with a JSON and an array column).
+    insert_rows(rows, ignore_conflicts=True)
     _index_outputs(run, [(row, fields) for row, (_, (_, fields)) in zip(rows, picked, strict=True)])
     from memory.reflection import schedule_due_reflections
 

@@ -1,0 +1,34 @@
+"""awp_site.bulk.insert_rows: one statement of constant size writes what bulk_create would, arrays and JSON included."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from awp_site.bulk import bare, insert_rows
+from memory.models import Episode
+
+AWKWARD_WORDS = ["plain", 'with"quote', "back\\slash", "comma,inside", "{braces}", "NULL", "", "ünïcode", "two words"]
+
+
+def _episode(experiment, key: str, words: list[str]) -> Episode:
+    return bare(Episode, {
+        "experiment_id": experiment.pk, "key": key, "agent_id": "writer", "kind": "worker.complete", "turn": 3,
+        "fields": {"summary": 'a "quoted" \\ value', "n": [1, 2.5, None]}, "text": "t", "words": words,
+        "occurred_at": datetime(2026, 1, 2, tzinfo=UTC),
+    })  # fmt: skip
+
+
+def test_array_and_json_columns_round_trip_exactly(experiment):
+    insert_rows([_episode(experiment, "k1", AWKWARD_WORDS), _episode(experiment, "k2", [])])
+    stored = {e.key: e for e in Episode.objects.filter(experiment=experiment)}
+    assert stored["k1"].words == AWKWARD_WORDS
+    assert stored["k2"].words == []
+    assert stored["k1"].fields == {"summary": 'a "quoted" \\ value', "n": [1, 2.5, None]}
+    assert stored["k1"].turn == 3 and stored["k1"].is_public is False and stored["k1"].run_id is None
+
+
+def test_ignore_conflicts_skips_rows_a_unique_constraint_refuses(experiment):
+    insert_rows([_episode(experiment, "same", ["first"])])
+    insert_rows([_episode(experiment, "same", ["second"]), _episode(experiment, "other", ["third"])], ignore_conflicts=True)
+    stored = dict(Episode.objects.filter(experiment=experiment).values_list("key", "words"))
+    assert stored == {"same": ["first"], "other": ["third"]}
