@@ -9,6 +9,7 @@ builds the COPY line and the in-memory Event the projectors read, both in the sa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from awp_site.live import announce_run_advanced, run_advanced_expression, run_ad
 from experiments.awp.events import EventSpec
 from experiments.jsonb import PayloadNotStorable, payload_json
 from experiments.models import Event, Experiment, Run, from_row
-from experiments.projections import IngestRefused, ProjectionContext, project
+from experiments.projections import IngestRefused, ProjectionContext, prepare, project
 
 # One event type from the folder readers to the ledger: EventSpec is pure (no Django), so the readers can build it.
 EventIn = EventSpec
@@ -146,7 +147,7 @@ def append_locked(run: Run, events: list[EventIn], *, ctx: ProjectionContext) ->
         fresh.append(row)
         payloads.append(data)
     if fresh:
-        _write(run, fresh, payloads, head, now)
+        _write(run, fresh, payloads, head, now, during=prepare(run, fresh, ctx))
         run.last_seq = head
         project(run, fresh, ctx)  # after the write: projectors may read the ledger
     return AppendResult(seqs=seqs, new_events=fresh)
@@ -155,12 +156,16 @@ def append_locked(run: Run, events: list[EventIn], *, ctx: ProjectionContext) ->
 SMALL_BATCH = 20  # rows up to which one INSERT … VALUES beats COPY (COPY costs an extra round trip)
 
 
-def _write(run: Run, fresh: list[Event], payloads: list[bytes], head: int, now: Any) -> None:
+COPY_CHUNK = 1000  # rows per write of a COPY: Postgres stores one chunk while the next is built
+
+
+def _write(run: Run, fresh: list[Event], payloads: list[bytes], head: int, now: Any, *, during: Callable[[], None]) -> None:
     """The new ledger rows, the run's new head and its announcement, in as few round trips as possible.
 
     Small batches (the one-event push) go as one statement: INSERT and UPDATE as data-modifying CTEs, the
     NOTIFY (delivered at commit) as its SELECT. Large batches COPY first, then the same statement without
-    the INSERT. With a layer other than Postgres NOTIFY, the announcement waits for on_commit.
+    the INSERT. With a layer other than Postgres NOTIFY, the announcement waits for on_commit. `during`: pure
+    work (no query) done while Postgres takes a COPY's rows, on the other core.
     """
     notify = run_advanced_statement(run_id=run.pk, experiment_id=run.experiment_id, seq=head)
     columns = ", ".join(LEDGER_COLUMNS)
@@ -168,14 +173,17 @@ def _write(run: Run, fresh: list[Event], payloads: list[bytes], head: int, now: 
     params: list[Any] = []
     with connection.cursor() as cursor:
         if len(fresh) <= SMALL_BATCH:
+            during()
             row_sql = "(" + ", ".join("%s::jsonb" if column == "payload" else "%s" for column in LEDGER_COLUMNS) + ")"
             ctes.append(f"ledger AS (INSERT INTO experiments_event ({columns}) VALUES {', '.join([row_sql] * len(fresh))})")
             params += [value for row, payload in zip(fresh, payloads, strict=True) for value in _insert_values(row, payload)]
         else:
             recorded, run_field = now.isoformat().encode(), str(run.pk).encode()
-            lines = [_copy_line(run_field, row, recorded, payload) for row, payload in zip(fresh, payloads, strict=True)]
             with cursor.cursor.copy(f"COPY experiments_event ({columns}) FROM STDIN") as copy:
-                copy.write(b"\n".join(lines) + b"\n")
+                for at in range(0, len(fresh), COPY_CHUNK):
+                    rows = zip(fresh[at : at + COPY_CHUNK], payloads[at : at + COPY_CHUNK], strict=True)
+                    copy.write(b"".join(_copy_line(run_field, row, recorded, payload) + b"\n" for row, payload in rows))
+                during()  # leaving the block waits for Postgres to take the last rows
         ctes.append("head AS (UPDATE experiments_run SET last_seq = %s, updated_at = %s WHERE id = %s)")
         params += [head, now, run.pk]
         final, final_params = notify if notify is not None else ("SELECT 1", [])

@@ -58,6 +58,30 @@ def register_projector(prefix: str, projector: Projector, *, name: str | None = 
     _PROJECTORS.append((prefix, projector, label, applies))
 
 
+# prepare(run, events, ctx) -> pure work or None: called before the batch's ledger rows are written (it may query);
+# the work it returns runs while Postgres takes the rows (no query then), so a projector's pure Python part (the
+# secret detector's reading of every text) overlaps the database's part. Results travel on the events.
+Preparer = Callable[["Run", list["Event"], ProjectionContext], Callable[[], None] | None]
+_PREPARERS: list[Preparer] = []
+
+
+def register_preparer(preparer: Preparer) -> None:
+    """Register the pure part of a projector (idempotent): see Preparer."""
+    if preparer not in _PREPARERS:
+        _PREPARERS.append(preparer)
+
+
+def prepare(run: Run, events: list[Event], ctx: ProjectionContext) -> Callable[[], None]:
+    """Every preparer's set-up now; the returned call does their pure work (while the rows are being written)."""
+    works = [work for preparer in _PREPARERS if (work := preparer(run, events, ctx)) is not None]
+
+    def run_all() -> None:
+        for work in works:
+            work()
+
+    return run_all
+
+
 def needs_projection(event: Any, experiment: Experiment) -> bool:
     """Whether any registered projector applies to this one event (False: projecting it would do nothing)."""
     kind = event.kind

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from experiments.projections import register_projector
-from state.secrets import learn_from_events, may_learn_from
+from experiments.projections import register_preparer, register_projector
+from state.secrets import learn_from_events, may_learn_from, prepare_learning
 from state.services import STATE_EVENT_KINDS, project_state_events
 
 
@@ -13,4 +13,5 @@ def register() -> None:
     Known secrets are learnt first, so memory projectors (registered later) already mask them in what they store.
     """
     register_projector("", learn_from_events, name="state.learn_secrets", applies=may_learn_from)
+    register_preparer(prepare_learning)  # its reading of the texts overlaps the ledger write
     register_projector("", project_state_events, name="state.project_state_events", applies=lambda event, _experiment: event.kind in STATE_EVENT_KINDS)

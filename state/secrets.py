@@ -68,16 +68,36 @@ def learn_from_text(*, experiment: Any, text: str) -> None:
 
 
 def learn_from_events(run: Run, events: list[Event], ctx: ProjectionContext) -> None:
-    """Projector: learn what the detector finds in each event: its payload's values and keys, its kind, its agent."""
+    """Projector: learn what the detector finds in each event: its payload's values and keys, its kind, its agent
+    (read while the rows were written when ingest could: see prepare_learning)."""
     from state.services_redaction import sensitive_fields_for
 
     sensitive = sensitive_fields_for(run.experiment)
     found: set[str] = set()
     for event in events:
-        stored = event.__dict__.get("stored_json")  # bytes the ingest already wrote (JSON text, UTF-8)
-        found |= event_secrets(event.kind, event.agent_id or "", event.payload, sensitive, serialized=stored.decode() if stored else None)
+        read = event.__dict__.pop("found_secrets", None)
+        found |= read if read is not None else _event_found(event, sensitive)
     if found:
         learn_secrets(experiment_id=run.experiment_id, values=found)
+
+
+def prepare_learning(run: Run, events: list[Event], ctx: ProjectionContext) -> Callable[[], None]:
+    """Preparer of learn_from_events: the detector's reading of the batch is pure, so it runs while Postgres
+    stores the rows; each event carries what was found (learn_from_events then only stores it)."""
+    from state.services_redaction import sensitive_fields_for
+
+    sensitive = sensitive_fields_for(run.experiment)  # may query: now, before the rows go
+
+    def read() -> None:
+        for event in events:
+            event.__dict__["found_secrets"] = _event_found(event, sensitive)
+
+    return read
+
+
+def _event_found(event: Event, sensitive: frozenset[str]) -> set[str]:
+    stored = event.__dict__.get("stored_json")  # bytes the ingest already wrote (JSON text, UTF-8)
+    return event_secrets(event.kind, event.agent_id or "", event.payload, sensitive, serialized=stored.decode() if stored else None)
 
 
 def may_learn_from(event: Any, experiment: Any) -> bool:

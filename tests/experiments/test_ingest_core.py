@@ -86,3 +86,21 @@ def test_rule_violations_of_an_ingested_run_show_on_its_problems_tab(client):
     client.login(username=viewer.username, password=PASSWORD)
     body = client.get(f"/experiments/{run.experiment.slug}/runs/{run.pk}/problems/").content.decode()
     assert "R13" in body and "rogue" in body
+
+
+@pytest.mark.parametrize("size", [3, 2500])  # one INSERT, and a COPY in chunks with the detector reading beside it
+def test_secrets_in_a_batch_are_learnt_whichever_way_its_rows_are_written(size):
+    from experiments.ingest import COPY_CHUNK, SMALL_BATCH
+    from state.secrets import known_secrets_for
+
+    assert size <= SMALL_BATCH or size > 2 * COPY_CHUNK
+    run = make_run()
+    planted = {size // 2: "tok_9fQ2xLm4Zr7TbW1c", size - 1: "Zk3Qp9Lm2Xw8Rt5Yv1Bn"}
+    batch = [
+        EventIn(kind="log", dedupe_key=f"k{i}", payload={"api_key": planted[i]} if i in planted else {"msg": f"line {i}"})
+        for i in range(size)
+    ]
+    append_events(run, batch)
+    known = known_secrets_for(run.experiment_id)
+    assert all(value in known.values for value in planted.values())
+    assert Event.objects.filter(run=run).count() == size
