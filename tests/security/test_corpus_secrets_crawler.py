@@ -2,7 +2,7 @@
 
 A real delegation loop's workers return TUNE and HOLDOUT documents (shell sessions, config files, markup, HTTP
 traces, tables, next-line values) as free text under harmless keys, a worker writes some to the daily log
-through the memory API, and more arrive pushed as tool calls and logs (the blind parts HOLDOUT2 and HOLDOUT3
+through the memory API, and more arrive pushed as tool calls and logs (the blind parts HOLDOUT2, HOLDOUT3 and HOLDOUT4
 too); a real DAG runs beside it. Then a viewer crawls every page, fragment, API answer and run socket, and a
 `memory:read` token searches and recalls: no TUNE or HOLDOUT value may be visible in any escaped form, and no
 blind value beyond what the detector misses in the document alone. The figure per part is printed
@@ -30,6 +30,7 @@ from tests.awp_runtime import Script, run_dag, run_delegation_loop
 from tests.corpus.secrets.holdout import generate as holdout
 from tests.corpus.secrets.holdout2 import generate as holdout2
 from tests.corpus.secrets.holdout3 import generate as holdout3
+from tests.corpus.secrets.holdout4 import generate as holdout4
 from tests.corpus.secrets.tune import generate as tune
 from tests.factories import PASSWORD, make_experiment, make_member, make_token
 from tests.proofkit import login_cookie
@@ -42,7 +43,7 @@ TUNE_DOCS = [d for d in tune.documents(seed=4711, per_shape=2) if d.secrets]
 HOLDOUT_DOCS = [d for d in holdout.documents(seed=8086) if d.secrets]
 # Written blind later, each after the part before it was spent on the detector: what it misses is what the
 # design misses on text nobody tuned against (docs/redaction.md).
-BLIND_DOCS = {"HOLDOUT2": [d for d in holdout2.documents() if d.secrets], "HOLDOUT3": [d for d in holdout3.documents() if d.secrets]}
+BLIND_DOCS = {part.upper(): [d for d in module.documents() if d.secrets] for part, module in (("holdout2", holdout2), ("holdout3", holdout3), ("holdout4", holdout4))}
 
 
 def _visible(values: list[str], bodies: dict[str, str]) -> dict[str, list[str]]:
@@ -57,6 +58,15 @@ def _visible(values: list[str], bodies: dict[str, str]) -> dict[str, list[str]]:
         for value in {value for _, value in automaton.iter(body)}:
             found.setdefault(value, []).append(name)
     return {value: where[:3] for value, where in found.items()}
+
+
+def _strings(value: Any) -> str:
+    """Every string of a JSON value (keys too), as stored, joined by spaces."""
+    if isinstance(value, dict):
+        return " ".join(f"{key} {_strings(item)}" for key, item in value.items())
+    if isinstance(value, list):
+        return " ".join(_strings(item) for item in value)
+    return value if isinstance(value, str) else ""
 
 
 def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_token(tmp_path, fake_llm, live_server_factory):
@@ -92,7 +102,7 @@ def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_
     call_command("awp_embed", "--experiment", experiment.slug, stdout=io.StringIO(), stderr=io.StringIO())
     runs = list(Run.objects.filter(experiment=experiment).order_by("pk"))
     # The values really are stored raw: the crawl is not vacuous.
-    raw = " ".join(json.dumps(e.payload, ensure_ascii=False) for run in runs for e in run.events.all())
+    raw = " ".join(_strings(e.payload) for run in runs for e in run.events.all())  # unescaped: a value may hold `"`, `\` or a newline
     planted = {"TUNE": [s for d in TUNE_DOCS for s in d.secrets], "HOLDOUT": [s for d in HOLDOUT_DOCS for s in d.secrets]}
     planted.update({part: [s for d in part_docs for s in d.secrets] for part, part_docs in BLIND_DOCS.items()})
     assert all(value in raw for values in planted.values() for value in values)
