@@ -1,0 +1,219 @@
+"""Fail-closed secret detection, pure: any random-looking token is a credential unless it stands in a harmless form.
+
+The announced detector (`state.redaction.text_secrets`) finds what a credential word or a vendor form points at;
+a credential nobody labelled (an IRC line, a table cell, a `base64 -d` output, a URL path) it misses. This pass
+finds the rest the other way round: every token whose kind of character switches like random text does
+(`state.freetext.class_switches`) is taken, unless its form or its label says what it is:
+
+- a harmless form: a UUID, a hash named by its algorithm (`sha256:…`, `sha512-…`, `SHA256:…`), a password hash
+  (`$2b$…`, `$argon2id$…`, `pbkdf2_sha256$…`), a `data:` URI, a hashed known_hosts entry, a colon-separated hex
+  fingerprint, a W3C traceparent, a content id (`bafy…`, `Qm…`), a file name with its extension, an ARN, a
+  placeholder (`<…>`, `${…}`, `{{ … }}`, `xxxx`, `your-…-here`);
+- inside a public block (`-----BEGIN CERTIFICATE-----`, `PUBLIC KEY`, `PGP PUBLIC KEY BLOCK`, not PRIVATE);
+- after an SSH public key type (`ssh-ed25519 AAAA…`), or in a JWK without private members;
+- labelled by an identifier word (sha, hash, digest, commit, checksum, etag, id, uuid, trace, span, version,
+  build, integrity, fingerprint, nonce, serial, blob, oid, cursor, public …) nearer than any credential word; a
+  hex string also when such a word stands anywhere in the lines around it (git logs, checksum lists).
+
+A text whose tokens never switch kind often enough costs one translate and one regex pass (C speed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from state.freetext import class_switches
+from state.sensitive import ANNOUNCING_NAMES, is_maskable, is_sensitive
+
+# Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
+# a space: a stretch is a run of non-spaces, and a token with at least MIN_RUNS runs of one kind is a candidate.
+_SEPARATORS = "_-.:/"
+_TABLE = {
+    **{ord(c): "a" for c in "abcdefghijklmnopqrstuvwxyz"},
+    **{ord(c): "A" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+    **{ord(c): "0" for c in "0123456789"},
+    **{ord(c): "-" for c in _SEPARATORS},
+    **{ord(c): " " for c in " \t\n\r\f\v\"'`"},
+}
+MIN_RUNS = 6
+_RUN = r"(?:a[a\-]*+|A[A\-]*+|0[0\-]*+|[^aA0 \-][^aA0 ]*+)"
+_STRETCH = re.compile(r"(?<![^ ])-*+" + _RUN + "{" + str(MIN_RUNS) + r",}[^ ]*")
+
+MIN_LENGTH = 12
+# Around a token, what wraps it rather than belongs to it.
+_LEAD = "([{<,;*"
+_TRAIL = ")]}>,;.:*"
+# Where a URL, a path or a key=value token is cut into the pieces judged one by one.
+_CUT = re.compile(r"[/?&#=@,;|()\[\]{}<>\\]+|:(?!\d)")
+_PREFIX = re.compile(r"[\w.\-*]{1,40}[:=]")
+
+# Harmless forms, whole value.
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_FORMS = re.compile(
+    r"""(?xi)
+    (?:sha(?:1|224|256|384|512)?|sha3-\d+|md5|blake2[bs]?|crc32c?|xxh\d*|murmur\d*)[:\-=]   # hash named by its algorithm
+    | \$(?:2[abxy]?|argon2(?:id|i|d)?|[156y]|scrypt|pbkdf2[\w-]*)\$                        # crypt(3)-style hashes
+    | (?:pbkdf2_\w+|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$                          # framework password hashes
+    | \{S?SHA\d*\}
+    | data:[\w.+-]+/[\w.+-]+;base64,                                                    # data: URI
+    | \|1\|[A-Za-z0-9+/]+=*\|                                                           # hashed known_hosts
+    | nonce-
+    | arn:aws[\w-]*:
+    | [0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$                                # traceparent
+    | (?:[0-9A-F]{2}:){15,}                                                             # colon-hex fingerprint
+    | baf[a-z2-7]{40,}$ | Qm[1-9A-HJ-NP-Za-km-z]{44}$ | k51qzi5uqu5[a-z0-9]{40,}$          # content ids
+    """
+)
+_FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,5})(?:\.[a-z][a-z0-9]{0,5})?$")
+_PLACEHOLDER = re.compile(r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}).*|your[-_].*|.*[-_]here)$")
+# A public block: its body is no secret.
+_PUBLIC_BLOCK = re.compile(r"-----BEGIN (?![^-\n]*PRIVATE)([A-Z0-9 ]+)-----.*?-----END \1-----", re.S)
+_SSH_PUBLIC = re.compile(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh|ecdsa)-[\w@.-]+)[ \t]+$")
+_JWK_PRIVATE = re.compile(r"""["'](?:d|p|q|dp|dq|qi|k)["'][ \t]*:""")
+
+# Words that label an identifier, a digest or a public value (by word, after splitting camelCase and snake_case).
+IDENTIFIER_WORDS = frozenset({
+    "sha", "sha1", "sha256", "sha384", "sha512", "md5", "hash", "hashes", "digest", "commit", "checksum", "checksums",
+    "sum", "sums", "sha256sums", "sha256sum", "etag", "id", "ids", "uuid", "guid", "ulid", "trace", "traceparent",
+    "span", "request", "correlation", "version", "versionid", "build", "integrity", "fingerprint", "nonce", "serial",
+    "blob", "tree", "oid", "cursor", "kid", "rev", "revision", "ref", "parent", "head", "merge", "public", "pub",
+    "pubkey", "peer", "cid", "ipfs", "ipns", "etags", "crc", "crc32", "object", "image", "layer", "container",
+    "tag", "git", "fp", "thumbprint", "salt", "mac", "avatar", "gravatar", "cache", "hmac_digest", "blurhash",
+})  # fmt: skip
+# Hex of a hash's length, in a text that speaks of hashes anywhere around it.
+_HEX_CONTEXT = re.compile(
+    r"(?i)sha\d*|md5|hash|digest|commit|checksum|\bsum|fingerprint|\bblob\b|\btree\b|\boid\b|\bgit\b|\bbuild\b|"
+    r"\betag|[_\- ]id\b|\bid\b|[a-z]ID\b|\bref\b|\brev"
+)
+_WORD = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
+    """'credential', 'identifier' or None: what the nearest naming word before text[start] says (on the token's
+    line, or on the line before when the token starts its line)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[max(line_start, start - 80) : start]
+    if not re.search(r"[A-Za-z]{2}", before):
+        prev_start = text.rfind("\n", 0, max(0, line_start - 1)) + 1
+        before = text[max(prev_start, line_start - 120) : line_start]
+    for word in reversed(_words(before)[-4:]):
+        if word in IDENTIFIER_WORDS:
+            return "identifier"
+        if len(word) > 2 and (is_sensitive(word, sensitive) or word in ANNOUNCING_NAMES):
+            return "credential"
+    return None
+
+
+def _random(value: str) -> bool:
+    """Random-looking: 16+ characters switching kind at least every third, or 12+ with a symbol every so often."""
+    n = len(value)
+    if n < MIN_LENGTH or n > 4096:
+        return False
+    switches = class_switches(value)
+    if n >= 16 and switches >= max(6, 0.3 * n):
+        kinds = (
+            any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value)
+            + any(not c.isalnum() and c not in _SEPARATORS for c in value)
+        )  # fmt: skip
+        return kinds >= 2
+    symbols = sum(1 for c in value if not c.isalnum() and c not in _SEPARATORS)
+    return (
+        switches >= max(5, 0.4 * n)
+        and symbols >= 1
+        and any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value) >= 2
+    )
+
+
+def _harmless_form(value: str) -> bool:
+    return bool(
+        _UUID.fullmatch(value)
+        or _FORMS.match(value)
+        or _PLACEHOLDER.match(value)
+        or (_FILE.match(value) and not _HEX.fullmatch(value.rsplit(".", 1)[0]))
+        or len(set(value)) <= 3
+    )
+
+
+def _hex_in_context(text: str, start: int, end: int, value: str) -> bool:
+    """A hex string (one case) with hashes, commits or ids spoken of in the lines around it."""
+    if not _HEX.fullmatch(value.replace("-", "")):
+        return False
+    return _HEX_CONTEXT.search(text, max(0, start - 300), min(len(text), end + 200)) is not None
+
+
+def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> bool:
+    value = text[start:end]
+    if _harmless_form(value):
+        return True
+    label = _label(text, start, sensitive)
+    if label == "identifier":
+        return True
+    if label == "credential":
+        return False
+    if _hex_in_context(text, start, end, value):
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    if _SSH_PUBLIC.search(text, max(line_start, start - 40), start):
+        return True
+    line_end = text.find("\n", end)
+    line = text[line_start : len(text) if line_end == -1 else line_end]
+    return '"kty"' in line and not _JWK_PRIVATE.search(line)
+
+
+def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of the values a token holds: the token itself when it is one value, else its pieces."""
+    token = text[start:end]
+    if _FORMS.match(token) or _UUID.fullmatch(token):
+        return
+    # `name=value`, `host:port:db:user:value`: the value after the names.
+    at = start
+    while True:
+        prefix = _PREFIX.match(text, at, end)
+        if prefix is None or end - prefix.end() < 8 or "//" in text[prefix.end() : prefix.end() + 2]:
+            break
+        at = prefix.end()
+    whole = text[at:end]
+    if "://" not in whole and not whole.startswith(("/", "~/", "./")) and _random(whole):
+        yield at, end
+        return
+    offset = at
+    for part in _CUT.split(whole):
+        if len(part) >= MIN_LENGTH:
+            piece_start = text.find(part, offset, end)
+            yield piece_start, piece_start + len(part)
+            offset = piece_start + len(part)
+
+
+def fail_closed_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    """Where random-looking values in no harmless form stand."""
+    translated = text.translate(_TABLE)
+    blocks = [m.span() for m in _PUBLIC_BLOCK.finditer(text)] if "-----BEGIN" in text else []
+    for stretch in _STRETCH.finditer(translated):
+        start, end = stretch.span()
+        while start < end and text[start] in _LEAD:
+            start += 1
+        while end > start and text[end - 1] in _TRAIL:
+            end -= 1
+        if end - start < MIN_LENGTH or any(b0 <= start < b1 for b0, b1 in blocks):
+            continue
+        for piece_start, piece_end in _pieces(text, start, end):
+            while piece_end > piece_start and text[piece_end - 1] in _TRAIL:
+                piece_end -= 1
+            if _random(text[piece_start:piece_end]) and not _harmless(text, piece_start, piece_end, sensitive):
+                yield piece_start, piece_end
+
+
+def fail_closed_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
+    """The random-looking values of a text that stand in no harmless form (see the module's docstring)."""
+    return {v for s, e in fail_closed_spans(text, sensitive) if is_maskable(v := text[s:e])}
+
+
+def has_random_token(text: str) -> bool:
+    """The gate's part: whether any stretch of the text switches kind often enough to be looked at."""
+    return _STRETCH.search(text.translate(_TABLE)) is not None
