@@ -11,7 +11,7 @@ random-looking token in no harmless form (`state.failclosed`).
 
 from __future__ import annotations
 
-from state.failclosed import fail_closed_secrets
+from state.failclosed import fail_closed_secrets, harmless_value
 from state.redaction import text_secrets
 
 
@@ -33,4 +33,5 @@ def detect_secrets(text: str, sensitive: frozenset[str], *, fail_closed: bool | 
     found = text_secrets(text, sensitive)
     if fail_closed if fail_closed is not None else fail_closed_enabled():
         found |= fail_closed_secrets(text, sensitive)
+        found = {value for value in found if not harmless_value(value)}
     return found

@@ -43,7 +43,7 @@ _STRETCH = re.compile(r"(?<![^ ])-*+" + _RUN + "{" + str(MIN_RUNS) + r",}[^ ]*")
 MIN_LENGTH = 12
 # Around a token, what wraps it rather than belongs to it.
 _LEAD = "([{<,;*"
-_TRAIL = ")]}>,;.:*"
+_TRAIL = ")]}>,;.:*\\"
 # Where a URL, a path or a key=value token is cut into the pieces judged one by one.
 _CUT = re.compile(r"[/?&#=@,;|()\[\]{}<>\\]+|:(?!\d)")
 _PREFIX = re.compile(r"[\w.\-*]{1,40}[:=]")
@@ -63,10 +63,12 @@ _FORMS = re.compile(
     | arn:aws[\w-]*:
     | [0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$                                # traceparent
     | (?:[0-9A-F]{2}:){15,}                                                             # colon-hex fingerprint
+    | [a-z0-9]+(?:-[a-z0-9]+)*-[a-z0-9]{8,10}-[a-z0-9]{5}$                                # Kubernetes pod name
+    | (?:cus|ch|pi|pm|py|in|ii|sub|si|prod|price|evt|txn|acct|re|req|po|tr|src|card|ba|seti|cs|plink)_[A-Za-z0-9]{8,}$  # Stripe object ids
     | baf[a-z2-7]{40,}$ | Qm[1-9A-HJ-NP-Za-km-z]{44}$ | k51qzi5uqu5[a-z0-9]{40,}$          # content ids
     """
 )
-_FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,5})(?:\.[a-z][a-z0-9]{0,5})?$")
+_FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$")
 _PLACEHOLDER = re.compile(r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}).*|your[-_].*|.*[-_]here)$")
 # A public block: its body is no secret.
 _PUBLIC_BLOCK = re.compile(r"-----BEGIN (?![^-\n]*PRIVATE)([A-Z0-9 ]+)-----.*?-----END \1-----", re.S)
@@ -80,8 +82,10 @@ IDENTIFIER_WORDS = frozenset({
     "span", "request", "correlation", "version", "versionid", "build", "integrity", "fingerprint", "nonce", "serial",
     "blob", "tree", "oid", "cursor", "kid", "rev", "revision", "ref", "parent", "head", "merge", "public", "pub",
     "pubkey", "peer", "cid", "ipfs", "ipns", "etags", "crc", "crc32", "object", "image", "layer", "container",
-    "tag", "git", "fp", "thumbprint", "salt", "mac", "avatar", "gravatar", "cache", "hmac_digest", "blurhash",
+    "tag", "git", "fp", "thumbprint", "salt", "mac", "avatar", "gravatar", "cache", "blurhash",
 })  # fmt: skip
+# Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
+BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", "webp", "content", "body", "blob", "file"})
 # Hex of a hash's length, in a text that speaks of hashes anywhere around it.
 _HEX_CONTEXT = re.compile(
     r"(?i)sha\d*|md5|hash|digest|commit|checksum|\bsum|fingerprint|\bblob\b|\btree\b|\boid\b|\bgit\b|\bbuild\b|"
@@ -101,19 +105,35 @@ def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
     before = text[max(line_start, start - 80) : start]
     if not re.search(r"[A-Za-z]{2}", before):
         prev_start = text.rfind("\n", 0, max(0, line_start - 1)) + 1
-        before = text[max(prev_start, line_start - 120) : line_start]
-    for word in reversed(_words(before)[-4:]):
+        before = text[max(prev_start, line_start - 120) : line_start].rstrip()
+        if not before.endswith(":") and len(before.split()) > 4:
+            return None  # a line of its own, not a label: no word names the token
+    words = _words(before)[-5:]
+    for i in range(len(words) - 1, max(-1, len(words) - 5), -1):
+        word = words[i]
+        if word in BINARY_WORDS:
+            return "binary"
         if word in IDENTIFIER_WORDS:
             return "identifier"
         if len(word) > 2 and (is_sensitive(word, sensitive) or word in ANNOUNCING_NAMES):
-            return "credential"
+            return "identifier" if i and words[i - 1] in ("public", "pub") else "credential"
     return None
+
+
+_WORDISH = re.compile(r"[A-Z][a-z]+|[a-z]{3,}")
+_VOWEL = re.compile(r"[aeiouy]")
+
+
+def _wordy(value: str) -> bool:
+    """Mostly words (camelCase, snake_case, kebab-case): an identifier or a name, however its kinds switch."""
+    covered = sum(len(w) for w in _WORDISH.findall(value) if _VOWEL.search(w.lower()))
+    return covered >= 0.7 * len(value)
 
 
 def _random(value: str) -> bool:
     """Random-looking: 16+ characters switching kind at least every third, or 12+ with a symbol every so often."""
     n = len(value)
-    if n < MIN_LENGTH or n > 4096:
+    if n < MIN_LENGTH or n > 4096 or _wordy(value):
         return False
     switches = class_switches(value)
     if n >= 16 and switches >= max(6, 0.3 * n):
@@ -156,7 +176,9 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if label == "credential":
         return False
-    if _hex_in_context(text, start, end, value):
+    if _hex_in_context(text, start, end, value) or (start and text[start - 1] == "@" and _HEX.fullmatch(value)):
+        return True  # a hash spoken of around it, or a version pinned by its commit (`actions/checkout@<sha>`)
+    if label == "binary" and len(value) >= 64:
         return True
     line_start = text.rfind("\n", 0, start) + 1
     if _SSH_PUBLIC.search(text, max(line_start, start - 40), start):
@@ -164,6 +186,14 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     line_end = text.find("\n", end)
     line = text[line_start : len(text) if line_end == -1 else line_end]
     return '"kty"' in line and not _JWK_PRIVATE.search(line)
+
+
+_PATH_WORD = re.compile(r"(?:^|[/@])[A-Za-z][a-z]{2,}(?:[.\-][a-z0-9]+)*(?=[/@]|$)")
+
+
+def _path_like(value: str) -> bool:
+    """A URL, a path or an image reference (`registry.example.org/web/app@sha256:…`): judged piece by piece."""
+    return "://" in value or value.startswith(("/", "~/", "./")) or _PATH_WORD.search(value) is not None and bool(set("/@") & set(value))
 
 
 def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
@@ -179,7 +209,7 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
             break
         at = prefix.end()
     whole = text[at:end]
-    if "://" not in whole and not whole.startswith(("/", "~/", "./")) and _random(whole):
+    if not _path_like(whole) and _random(whole):
         yield at, end
         return
     offset = at
@@ -207,6 +237,11 @@ def fail_closed_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[in
                 piece_end -= 1
             if _random(text[piece_start:piece_end]) and not _harmless(text, piece_start, piece_end, sensitive):
                 yield piece_start, piece_end
+
+
+def harmless_value(value: str) -> bool:
+    """A value no pass should learn, whatever announced it: a placeholder or a hash named by its algorithm."""
+    return bool(_PLACEHOLDER.match(value) or _FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
 
 
 def fail_closed_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
