@@ -32,6 +32,6 @@ def detect_secrets(text: str, sensitive: frozenset[str], *, fail_closed: bool | 
     (fail-closed) any random-looking token that is in no harmless form."""
     found = text_secrets(text, sensitive)
     if fail_closed if fail_closed is not None else fail_closed_enabled():
-        found |= fail_closed_secrets(text, sensitive)
+        found |= fail_closed_secrets(text, sensitive, found)
         found = {value for value in found if not harmless_value(value)}
     return found

@@ -130,24 +130,27 @@ def _wordy(value: str) -> bool:
     return covered >= 0.7 * len(value)
 
 
+_LOWER = re.compile(r"[a-z]")
+_UPPER = re.compile(r"[A-Z]")
+_DIGIT = re.compile(r"[0-9]")
+_SYMBOL = re.compile(r"[^A-Za-z0-9_\-.:/]")
+
+
 def _random(value: str) -> bool:
-    """Random-looking: 16+ characters switching kind at least every third, or 12+ with a symbol every so often."""
+    """Random-looking: 16+ characters switching kind at least every third, or 12+ with a symbol every so often;
+    never mostly words (`_wordy`)."""
     n = len(value)
-    if n < MIN_LENGTH or n > 4096 or _wordy(value):
+    if n < MIN_LENGTH or n > 4096:
         return False
     switches = class_switches(value)
-    if n >= 16 and switches >= max(6, 0.3 * n):
-        kinds = (
-            any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value)
-            + any(not c.isalnum() and c not in _SEPARATORS for c in value)
-        )  # fmt: skip
-        return kinds >= 2
-    symbols = sum(1 for c in value if not c.isalnum() and c not in _SEPARATORS)
-    return (
-        switches >= max(5, 0.4 * n)
-        and symbols >= 1
-        and any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value) >= 2
-    )
+    if switches < (max(6, 0.3 * n) if n >= 16 else max(5, 0.4 * n)):
+        return False
+    letters = (_LOWER.search(value) is not None) + (_UPPER.search(value) is not None) + (_DIGIT.search(value) is not None)
+    if n >= 16:
+        ok = letters + (_SYMBOL.search(value) is not None) >= 2
+    else:
+        ok = letters >= 2 and _SYMBOL.search(value) is not None
+    return ok and not _wordy(value)
 
 
 def _harmless_form(value: str) -> bool:
@@ -220,8 +223,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
             offset = piece_start + len(part)
 
 
-def fail_closed_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
-    """Where random-looking values in no harmless form stand."""
+def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
+    """Where random-looking values in no harmless form stand (a token among `found`, already learnt, skipped)."""
     translated = text.translate(_TABLE)
     blocks = [m.span() for m in _PUBLIC_BLOCK.finditer(text)] if "-----BEGIN" in text else []
     for stretch in _STRETCH.finditer(translated):
@@ -230,7 +233,7 @@ def fail_closed_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[in
             start += 1
         while end > start and text[end - 1] in _TRAIL:
             end -= 1
-        if end - start < MIN_LENGTH or any(b0 <= start < b1 for b0, b1 in blocks):
+        if end - start < MIN_LENGTH or text[start:end] in found or any(b0 <= start < b1 for b0, b1 in blocks):
             continue
         for piece_start, piece_end in _pieces(text, start, end):
             while piece_end > piece_start and text[piece_end - 1] in _TRAIL:
@@ -244,9 +247,10 @@ def harmless_value(value: str) -> bool:
     return bool(_PLACEHOLDER.match(value) or _FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
 
 
-def fail_closed_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
-    """The random-looking values of a text that stand in no harmless form (see the module's docstring)."""
-    return {v for s, e in fail_closed_spans(text, sensitive) if is_maskable(v := text[s:e])}
+def fail_closed_secrets(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> set[str]:
+    """The random-looking values of a text that stand in no harmless form (see the module's docstring); `found`:
+    values already learnt from it (a token that is one of them is not looked at again)."""
+    return {v for s, e in fail_closed_spans(text, sensitive, found) if is_maskable(v := text[s:e]) and v not in found}
 
 
 def has_random_token(text: str) -> bool:
