@@ -11,20 +11,8 @@ random-looking token in no harmless form (`state.failclosed`).
 
 from __future__ import annotations
 
-from state.failclosed import fail_closed_secrets, harmless_value
+from state.failclosed import fail_closed_enabled, fail_closed_secrets, harmless_value
 from state.redaction import text_secrets
-
-
-def fail_closed_enabled() -> bool:
-    """AWP_SECRETS_FAIL_CLOSED from the settings when Django is configured; on otherwise."""
-    try:
-        from django.conf import settings
-
-        if settings.configured:
-            return bool(getattr(settings, "AWP_SECRETS_FAIL_CLOSED", True))
-    except ImportError:  # pragma: no cover - outside the project's venv
-        pass
-    return True
 
 
 def detect_secrets(text: str, sensitive: frozenset[str], *, fail_closed: bool | None = None) -> set[str]:

@@ -253,6 +253,18 @@ def fail_closed_secrets(text: str, sensitive: frozenset[str], found: frozenset[s
     return {v for s, e in fail_closed_spans(text, sensitive, found) if is_maskable(v := text[s:e]) and v not in found}
 
 
+def fail_closed_enabled() -> bool:
+    """AWP_SECRETS_FAIL_CLOSED from the settings when Django is configured; on otherwise."""
+    try:
+        from django.conf import settings
+
+        if settings.configured:
+            return bool(getattr(settings, "AWP_SECRETS_FAIL_CLOSED", True))
+    except ImportError:  # pragma: no cover - outside the project's venv
+        pass
+    return True
+
+
 def has_random_token(text: str) -> bool:
     """The gate's part: whether any stretch of the text switches kind often enough to be looked at."""
     return _STRETCH.search(text.translate(_TABLE)) is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 
 from state.detection import detect_secrets
+from state.failclosed import fail_closed_enabled, fail_closed_secrets, harmless_value
 from state.models import KnownSecret
 from state.redaction import MIN_SECRET_LENGTH, KnownSecrets, is_maskable, may_hold_secrets, secrets_in
 
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
 _lock = threading.Lock()
 # experiment id (None: the pool) -> ((count, max id), plain matcher, matcher of escaped forms or None until first asked)
 _cache: dict[int | None, tuple[tuple[int, int], KnownSecrets, KnownSecrets | None]] = {}
+
+# A JSON escape (`\\n`, `\\"`, …): two characters that end a token as whitespace or a quote does.
+_JSON_ESCAPE = re.compile(r'\\[nrtbf"\\/]')
 
 
 # Called with (experiment_id, new values) after new secrets were stored: derivatives stored earlier (memory
@@ -103,6 +108,11 @@ def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[s
     if not event_may_hold_secrets(kind, agent_id, payload, sensitive, serialized=serialized):
         return set()
     found = secrets_in(payload, sensitive)
+    if fail_closed_enabled():
+        # Fail-closed over the serialized event (keys label their values), JSON escapes read as spaces.
+        text = serialized if serialized is not None else json.dumps(payload, ensure_ascii=False, default=str)
+        found |= fail_closed_secrets(_JSON_ESCAPE.sub("  ", f"{kind}\n{agent_id}\n{text}"), sensitive, found)
+        found = {value for value in found if not harmless_value(value)}
     # Each name alone: one key is never the value of the key before it.
     for name in {kind, agent_id, *_keys(payload)}:
         if len(name) >= MIN_SECRET_LENGTH:
