@@ -47,6 +47,7 @@ _TRAIL = ")]}>,;.:*\\"
 # Where a URL, a path or a key=value token is cut into the pieces judged one by one.
 _CUT = re.compile(r"[/?&#=@,;|()\[\]{}<>\\]+|:(?!\d)")
 _PREFIX = re.compile(r"[\w.\-*]{1,40}[:=]")
+_NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*")
 
 # Harmless forms, whole value.
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -90,7 +91,7 @@ BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", 
 # Hex of a hash's length, in a text that speaks of hashes anywhere around it.
 _HEX_CONTEXT = re.compile(
     r"(?i)sha\d*|md5|hash|digest|commit|checksum|\bsum|fingerprint|\bblob\b|\btree\b|\boid\b|\bgit\b|\bbuild\b|"
-    r"\betag|[_\- ]id\b|\bid\b|[a-z]ID\b|\bref\b|\brev"
+    r"\betag|[_\- ]id\b|\bid\b|(?-i:[a-z]ID)\b|\bref\b|\brev"
 )
 _WORD = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+")
 
@@ -121,14 +122,29 @@ def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
     return None
 
 
-_WORDISH = re.compile(r"[A-Z][a-z]+|[a-z]{3,}")
-_VOWEL = re.compile(r"[aeiouy]")
+_WORDISH = re.compile(r"[A-Z][a-z]{2,}|[a-z]{3,}")
+_LETTERS = re.compile(r"[A-Za-z]")
+_CONSONANTS = re.compile(r"(?<!^)(?<!^.)[^aeiou]{3}")
+# Markup, templates, regular expressions and code: a closing tag, `{{`/`{%`, an escape class, a group's opening, a bracket's repetition.
+_CODE = re.compile(r"\)\{|\}\)|\);|\};|===|!==|&&|\|\||=>|\(\w,\w,|[a-z]{2}\([A-Za-z_]|</\w|><|\{\{|\{%|%\}|\}\}|\(\?[:P=!<]|\[\^|\\[bdswBDSW]|\][{*+?]|\{\d+,\d*\}|\w\(\w*[(\[]|\w\[\w*\[")
+
+
+def _word(word: str) -> bool:
+    lower = word.lower()
+    if lower.endswith("y"):
+        lower = lower[:-1] + "i"
+    vowels = sum(lower.count(v) for v in "aeiou")
+    return vowels >= 0.2 * len(lower) and _CONSONANTS.search(lower) is None
 
 
 def _wordy(value: str) -> bool:
-    """Mostly words (camelCase, snake_case, kebab-case): an identifier or a name, however its kinds switch."""
-    covered = sum(len(w) for w in _WORDISH.findall(value) if _VOWEL.search(w.lower()))
-    return covered >= 0.7 * len(value)
+    """Mostly words (camelCase, snake_case, kebab-case, a call in code) or a regular expression: an identifier, a
+    name or code, however its kinds switch."""
+    if _CODE.search(value):
+        return True
+    letters = len(_LETTERS.findall(value))
+    covered = sum(len(w) for w in _WORDISH.findall(value) if _word(w))
+    return letters > 0 and covered >= 0.5 * letters
 
 
 _LOWER = re.compile(r"[a-z]")
@@ -211,6 +227,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
         prefix = _PREFIX.match(text, at, end)
         if prefix is None or end - prefix.end() < 8 or "//" in text[prefix.end() : prefix.end() + 2]:
             break
+        if not _NAME.fullmatch(text, at, prefix.end() - 1):
+            break  # `V61ZA:D.5Cr%{t`: what stands before the colon is no name but part of the value
         at = prefix.end()
     whole = text[at:end]
     if not _path_like(whole) and _random(whole):
