@@ -69,6 +69,7 @@ _FORMS = re.compile(
     | baf[a-z2-7]{40,}$ | Qm[1-9A-HJ-NP-Za-km-z]{44}$ | k51qzi5uqu5[a-z0-9]{40,}$          # content ids
     """
 )
+_COLON_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}:){7,}[0-9A-Fa-f]{2}")  # a fingerprint, a MAC address, an IPv6 address
 _DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,")
 _FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$")
 _PLACEHOLDER = re.compile(r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}).*|your[-_].*|.*[-_]here)$")
@@ -219,7 +220,7 @@ def _path_like(value: str) -> bool:
 def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """(start, end) of the values a token holds: the token itself when it is one value, else its pieces."""
     token = text[start:end]
-    if _FORMS.match(token) or _UUID.fullmatch(token) or _DATA_URI.search(token):
+    if _FORMS.match(token) or _UUID.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token):
         return
     # `name=value`, `host:port:db:user:value`: the value after the names.
     at = start
