@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 
 from state.detection import detect_secrets
-from state.failclosed import fail_closed_enabled, fail_closed_secrets, harmless_value
+from state.failclosed import fail_closed_enabled, fail_closed_secrets, harmless_value, may_fail_closed
 from state.models import KnownSecret
-from state.redaction import MIN_SECRET_LENGTH, KnownSecrets, is_maskable, may_hold_secrets, secrets_in
+from state.redaction import MIN_SECRET_LENGTH, KnownSecrets, is_maskable, may_hold_announced, secrets_in
 
 if TYPE_CHECKING:
     from experiments.models import Event, Run
@@ -98,7 +98,8 @@ def event_may_hold_secrets(kind: str, agent_id: str, payload: Any, sensitive: fr
     """One C-speed pass over the serialized event: False means event_secrets finds nothing in it (most events)."""
     if serialized is None:
         serialized = json.dumps(payload, ensure_ascii=False, default=str)
-    return may_hold_secrets(f"{kind}\n{agent_id}\n{serialized}", sensitive)
+    text = f"{kind}\n{agent_id}\n{serialized}"
+    return may_hold_announced(text, sensitive) or (fail_closed_enabled() and may_fail_closed(_JSON_ESCAPE.sub("  ", text), sensitive))
 
 
 def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> set[str]:
