@@ -211,6 +211,9 @@ AWP_SENSITIVE_FIELDS = env_list(
     "credential,credentials,private_key,secret_key,access_key,signing_key,session_key,master_key,encryption_key,"
     "cookie,session,sessionid,dsn,conn_str,connection_string",
 )
+# Fail-closed secret detection (state/failclosed.py): besides what a credential word announces, every random-looking
+# token in no harmless form (hash, id, UUID, public key, placeholder, …) is learnt as a secret at ingest.
+AWP_SECRETS_FAIL_CLOSED = env_bool("AWP_SECRETS_FAIL_CLOSED", True)
 AWP_DEMO_DIR = AWP_DATA_DIR / "demo"
 # The shared knowledge pool (pool/): this deployment's own clawId must differ between bridged deployments.
 AWP_POOL_CLAW_ID = os.environ.get("AWP_POOL_CLAW_ID") or f"deployment:{socket.gethostname()}"

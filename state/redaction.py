@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from state.failclosed import fail_closed_enabled, may_fail_closed
 from state.freetext import random_token_near, value_spans
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
     MAX_SECRET_LENGTH,
@@ -262,7 +263,7 @@ def merge_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    if may_hold_secrets(text, sensitive):
+    if may_hold_announced(text, sensitive):
         hint = key_hint(sensitive)
         if hint is not None and hint.search(text):
             spans.extend(_key_spans(text, sensitive))
@@ -461,7 +462,7 @@ def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
         if isinstance(parsed, dict | list):
             yield from secrets_in(parsed, sensitive)
             return
-    if not may_hold_secrets(text, sensitive):
+    if not may_hold_announced(text, sensitive):
         return
     hint = key_hint(sensitive)
     if hint is not None and hint.search(text):
@@ -506,7 +507,13 @@ def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
 
 def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
     """A cheap test of a document: False means `secrets_in`, the detector and the key, free-text and pattern
-    masks find nothing in it (a word that is or ends in a sensitive or announcing name, or a form's sign)."""
+    masks find nothing in it (a word that is or ends in a sensitive or announcing name, or a form's sign, or,
+    fail-closed, a random-looking token)."""
+    return may_hold_announced(serialized, sensitive) or (fail_closed_enabled() and may_fail_closed(serialized, sensitive))
+
+
+def may_hold_announced(serialized: str, sensitive: frozenset[str]) -> bool:
+    """`may_hold_secrets` for the key, free-text and pattern masks alone (the fail-closed pass aside)."""
     return names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized)
 
 

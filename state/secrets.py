@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -17,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 
 from state.detection import detect_secrets
+from state.failclosed import fail_closed_enabled, fail_closed_secrets, harmless_value, may_fail_closed
 from state.models import KnownSecret
-from state.redaction import MIN_SECRET_LENGTH, KnownSecrets, is_maskable, may_hold_secrets, secrets_in
+from state.redaction import MIN_SECRET_LENGTH, KnownSecrets, is_maskable, may_hold_announced, secrets_in
 
 if TYPE_CHECKING:
     from experiments.models import Event, Run
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
 _lock = threading.Lock()
 # experiment id (None: the pool) -> ((count, max id), plain matcher, matcher of escaped forms or None until first asked)
 _cache: dict[int | None, tuple[tuple[int, int], KnownSecrets, KnownSecrets | None]] = {}
+
+# A JSON escape (`\\n`, `\\"`, …): two characters that end a token as whitespace or a quote does.
+_JSON_ESCAPE = re.compile(r'\\[nrtbf"\\/]')
 
 
 # Called with (experiment_id, new values) after new secrets were stored: derivatives stored earlier (memory
@@ -113,7 +118,8 @@ def event_may_hold_secrets(kind: str, agent_id: str, payload: Any, sensitive: fr
     """One C-speed pass over the serialized event: False means event_secrets finds nothing in it (most events)."""
     if serialized is None:
         serialized = json.dumps(payload, ensure_ascii=False, default=str)
-    return may_hold_secrets(f"{kind}\n{agent_id}\n{serialized}", sensitive)
+    text = f"{kind}\n{agent_id}\n{serialized}"
+    return may_hold_announced(text, sensitive) or (fail_closed_enabled() and may_fail_closed(_JSON_ESCAPE.sub("  ", text), sensitive))
 
 
 def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> set[str]:
@@ -123,6 +129,11 @@ def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[s
     if not event_may_hold_secrets(kind, agent_id, payload, sensitive, serialized=serialized):
         return set()
     found = secrets_in(payload, sensitive)
+    if fail_closed_enabled():
+        # Fail-closed over the serialized event (keys label their values), JSON escapes read as spaces.
+        text = serialized if serialized is not None else json.dumps(payload, ensure_ascii=False, default=str)
+        found |= fail_closed_secrets(_JSON_ESCAPE.sub("  ", f"{kind}\n{agent_id}\n{text}"), sensitive, found)
+        found = {value for value in found if not harmless_value(value)}
     # Each name alone: one key is never the value of the key before it.
     for name in {kind, agent_id, *_keys(payload)}:
         if len(name) >= MIN_SECRET_LENGTH:

@@ -1,0 +1,294 @@
+"""Fail-closed secret detection, pure: any random-looking token is a credential unless it stands in a harmless form.
+
+The announced detector (`state.redaction.text_secrets`) finds what a credential word or a vendor form points at;
+a credential nobody labelled (an IRC line, a table cell, a `base64 -d` output, a URL path) it misses. This pass
+finds the rest the other way round: every token whose kind of character switches like random text does
+(`state.freetext.class_switches`) is taken, unless its form or its label says what it is:
+
+- a harmless form: a UUID, a hash named by its algorithm (`sha256:…`, `sha512-…`, `SHA256:…`), a password hash
+  (`$2b$…`, `$argon2id$…`, `pbkdf2_sha256$…`), a `data:` URI, a hashed known_hosts entry, a colon-separated hex
+  fingerprint, a W3C traceparent, a content id (`bafy…`, `Qm…`), a file name with its extension, an ARN, a
+  placeholder (`<…>`, `${…}`, `{{ … }}`, `xxxx`, `your-…-here`);
+- inside a public block (`-----BEGIN CERTIFICATE-----`, `PUBLIC KEY`, `PGP PUBLIC KEY BLOCK`, not PRIVATE);
+- after an SSH public key type (`ssh-ed25519 AAAA…`), or in a JWK without private members;
+- labelled by an identifier word (sha, hash, digest, commit, checksum, etag, id, uuid, trace, span, version,
+  build, integrity, fingerprint, nonce, serial, blob, oid, cursor, public …) nearer than any credential word; a
+  hex string also when such a word stands anywhere in the lines around it (git logs, checksum lists);
+- mostly words (camelCase, snake_case: an identifier), or code, markup or a regular expression.
+
+A token of a URL, a path or an image reference is judged piece by piece; `name=`/`host:port:` prefixes are
+peeled off first. Figures: bench/secrets_detect.py (`AWP_SECRETS_FAIL_CLOSED=0` for the announced pass alone).
+A text whose tokens never switch kind often enough costs one translate and one regex pass (C speed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from state.freetext import class_switches
+from state.sensitive import ANNOUNCING_NAMES, is_maskable, is_sensitive
+
+# Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
+# a space: a stretch is a run of non-spaces, and a token with at least MIN_RUNS runs of one kind is a candidate.
+_SEPARATORS = "_-.:/"
+_TABLE = {
+    **{ord(c): "a" for c in "abcdefghijklmnopqrstuvwxyz"},
+    **{ord(c): "A" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+    **{ord(c): "0" for c in "0123456789"},
+    **{ord(c): "-" for c in _SEPARATORS},
+    **{ord(c): " " for c in " \t\n\r\f\v\"'`"},
+}
+MIN_RUNS = 6
+_RUN = r"(?:a[a\-]*+|A[A\-]*+|0[0\-]*+|[^aA0 \-][^aA0 ]*+)"
+_STRETCH = re.compile(r"(?<![^ ])-*+" + _RUN + "{" + str(MIN_RUNS) + r",}[^ ]*")
+
+MIN_LENGTH = 12
+# Around a token, what wraps it rather than belongs to it.
+_LEAD = "([{<,;*"
+_TRAIL = ")]}>,;.:*\\"
+# Where a URL, a path or a key=value token is cut into the pieces judged one by one.
+_CUT = re.compile(r"[/?&#=@,;|()\[\]{}<>\\]+|:(?!\d)")
+_PREFIX = re.compile(r"[\w.\-*]{1,40}[:=]")
+_NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*")
+
+# Harmless forms, whole value.
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_FORMS = re.compile(
+    r"""(?xi)
+    (?:sha(?:1|224|256|384|512)?|sha3-\d+|md5|blake2[bs]?|crc32c?|xxh\d*|murmur\d*)[:\-=]   # hash named by its algorithm
+    | \$(?:2[abxy]?|argon2(?:id|i|d)?|[156y]|scrypt|pbkdf2[\w-]*)\$                        # crypt(3)-style hashes
+    | (?:pbkdf2_\w+|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$                          # framework password hashes
+    | \{S?SHA\d*\}
+    | data:[\w.+-]+/[\w.+-]+;base64,                                                    # data: URI
+    | \|1\|[A-Za-z0-9+/]+=*\|                                                           # hashed known_hosts
+    | nonce-
+    | arn:aws[\w-]*:
+    | [0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$                                # traceparent
+    | (?:[0-9A-F]{2}:){15,}                                                             # colon-hex fingerprint
+    | [a-z0-9]+(?:-[a-z0-9]+)*-[a-z0-9]{8,10}-[a-z0-9]{5}$                                # Kubernetes pod name
+    | (?:cus|ch|pi|pm|py|in|ii|sub|si|prod|price|evt|txn|acct|re|req|po|tr|src|card|ba|seti|cs|plink)_[A-Za-z0-9]{8,}$  # Stripe object ids
+    | baf[a-z2-7]{40,}$ | Qm[1-9A-HJ-NP-Za-km-z]{44}$ | k51qzi5uqu5[a-z0-9]{40,}$          # content ids
+    """
+)
+_COLON_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}:){7,}[0-9A-Fa-f]{2}")  # a fingerprint, a MAC address, an IPv6 address
+_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,")
+_FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$")
+_PLACEHOLDER = re.compile(r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}).*|your[-_].*|.*[-_]here)$")
+# A public block: its body is no secret.
+_PUBLIC_BLOCK = re.compile(r"-----BEGIN (?![^-\n]*PRIVATE)([A-Z0-9 ]+)-----.*?-----END \1-----", re.S)
+_SSH_PUBLIC = re.compile(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh|ecdsa)-[\w@.-]+)[ \t]+$")
+_JWK_PRIVATE = re.compile(r"""["'](?:d|p|q|dp|dq|qi|k)["'][ \t]*:""")
+
+# Words that label an identifier, a digest or a public value (by word, after splitting camelCase and snake_case).
+IDENTIFIER_WORDS = frozenset({
+    "sha", "sha1", "sha256", "sha384", "sha512", "md5", "hash", "hashes", "digest", "commit", "checksum", "checksums",
+    "sum", "sums", "sha256sums", "sha256sum", "etag", "id", "ids", "uuid", "guid", "ulid", "trace", "traceparent",
+    "span", "request", "correlation", "version", "versionid", "build", "integrity", "fingerprint", "nonce", "serial",
+    "blob", "tree", "oid", "cursor", "kid", "rev", "revision", "ref", "parent", "head", "merge", "public", "pub",
+    "pubkey", "peer", "cid", "ipfs", "ipns", "etags", "crc", "crc32", "object", "image", "layer", "container",
+    "tag", "git", "fp", "thumbprint", "salt", "mac", "avatar", "gravatar", "cache", "blurhash",
+})  # fmt: skip
+# Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
+BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", "webp", "content", "body", "blob", "file"})
+# Hex of a hash's length, in a text that speaks of hashes anywhere around it.
+_HEX_CONTEXT = re.compile(
+    r"(?i)sha\d*|md5|hash|digest|commit|checksum|\bsum|fingerprint|\bblob\b|\btree\b|\boid\b|\bgit\b|\bbuild\b|"
+    r"\betag|[_\- ]id\b|\bid\b|(?-i:[a-z]ID)\b|\bref\b|\brev"
+)
+_WORD = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
+    """'credential', 'identifier' or None: what the nearest naming word before text[start] says (on the token's
+    line, or on the line before when the token starts its line)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[max(line_start, start - 80) : start]
+    if not re.search(r"[A-Za-z]{2}", before):
+        prev_start = text.rfind("\n", 0, max(0, line_start - 1)) + 1
+        before = text[max(prev_start, line_start - 120) : line_start].rstrip()
+        if not before.endswith(":") and len(before.split()) > 4:
+            return None  # a line of its own, not a label: no word names the token
+    words = _words(before)[-5:]
+    for i in range(len(words) - 1, max(-1, len(words) - 5), -1):
+        word = words[i]
+        if word in BINARY_WORDS:
+            return "binary"
+        if word in IDENTIFIER_WORDS:
+            return "identifier"
+        if len(word) > 2 and (is_sensitive(word, sensitive) or word in ANNOUNCING_NAMES):
+            return "identifier" if i and words[i - 1] in ("public", "pub") else "credential"
+    return None
+
+
+_WORDISH = re.compile(r"[A-Z][a-z]{2,}|[a-z]{3,}")
+_LETTERS = re.compile(r"[A-Za-z]")
+_CONSONANTS = re.compile(r"(?<!^)(?<!^.)[^aeiou]{3}")
+# Markup, templates, regular expressions and code: a closing tag, `{{`/`{%`, an escape class, a group's opening, a bracket's repetition.
+_CODE = re.compile(r"\)\{|\}\)|\);|\};|===|!==|&&|\|\||=>|\(\w,\w,|[a-z]{2}\([A-Za-z_]|</\w|><|\{\{|\{%|%\}|\}\}|\(\?[:P=!<]|\[\^|\\[bdswBDSW]|\][{*+?]|\{\d+,\d*\}|\w\(\w*[(\[]|\w\[\w*\[")
+
+
+def _word(word: str) -> bool:
+    lower = word.lower()
+    if lower.endswith("y"):
+        lower = lower[:-1] + "i"
+    vowels = sum(lower.count(v) for v in "aeiou")
+    return vowels >= 0.2 * len(lower) and _CONSONANTS.search(lower) is None
+
+
+def _wordy(value: str) -> bool:
+    """Mostly words (camelCase, snake_case, kebab-case, a call in code) or a regular expression: an identifier, a
+    name or code, however its kinds switch."""
+    if _CODE.search(value):
+        return True
+    letters = len(_LETTERS.findall(value))
+    covered = sum(len(w) for w in _WORDISH.findall(value) if _word(w))
+    return letters > 0 and covered >= 0.5 * letters
+
+
+_LOWER = re.compile(r"[a-z]")
+_UPPER = re.compile(r"[A-Z]")
+_DIGIT = re.compile(r"[0-9]")
+_SYMBOL = re.compile(r"[^A-Za-z0-9_\-.:/]")
+
+
+def _random(value: str) -> bool:
+    """Random-looking: 16+ characters switching kind at least every third, or 12+ with a symbol every so often;
+    never mostly words (`_wordy`)."""
+    n = len(value)
+    if n < MIN_LENGTH or n > 4096:
+        return False
+    switches = class_switches(value)
+    if switches < (max(6, 0.3 * n) if n >= 16 else max(5, 0.4 * n)):
+        return False
+    letters = (_LOWER.search(value) is not None) + (_UPPER.search(value) is not None) + (_DIGIT.search(value) is not None)
+    if n >= 16:
+        ok = letters + (_SYMBOL.search(value) is not None) >= 2
+    else:
+        ok = letters >= 2 and _SYMBOL.search(value) is not None
+    return ok and not _wordy(value)
+
+
+def _harmless_form(value: str) -> bool:
+    return bool(
+        _UUID.fullmatch(value)
+        or _FORMS.match(value)
+        or _PLACEHOLDER.match(value)
+        or (_FILE.match(value) and not _HEX.fullmatch(value.rsplit(".", 1)[0]))
+        or len(set(value)) <= 3
+    )
+
+
+def _hex_in_context(text: str, start: int, end: int, value: str) -> bool:
+    """A hex string (one case) with hashes, commits or ids spoken of in the lines around it."""
+    if not _HEX.fullmatch(value.replace("-", "")):
+        return False
+    return _HEX_CONTEXT.search(text, max(0, start - 300), min(len(text), end + 200)) is not None
+
+
+def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> bool:
+    value = text[start:end]
+    if _harmless_form(value):
+        return True
+    label = _label(text, start, sensitive)
+    if label == "identifier":
+        return True
+    if label == "credential":
+        return False
+    if _hex_in_context(text, start, end, value) or (start and text[start - 1] == "@" and _HEX.fullmatch(value)):
+        return True  # a hash spoken of around it, or a version pinned by its commit (`actions/checkout@<sha>`)
+    if label == "binary" and len(value) >= 64:
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    if _SSH_PUBLIC.search(text, max(line_start, start - 40), start):
+        return True
+    line_end = text.find("\n", end)
+    line = text[line_start : len(text) if line_end == -1 else line_end]
+    return '"kty"' in line and not _JWK_PRIVATE.search(line)
+
+
+_PATH_WORD = re.compile(r"(?:^|[/@])[A-Za-z][a-z]{2,}(?:[.\-][a-z0-9]+)*(?=[/@]|$)")
+
+
+def _path_like(value: str) -> bool:
+    """A URL, a path or an image reference (`registry.example.org/web/app@sha256:…`): judged piece by piece."""
+    return "://" in value or value.startswith(("/", "~/", "./")) or _PATH_WORD.search(value) is not None and bool(set("/@") & set(value))
+
+
+def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of the values a token holds: the token itself when it is one value, else its pieces."""
+    token = text[start:end]
+    if _FORMS.match(token) or _UUID.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token):
+        return
+    # `name=value`, `host:port:db:user:value`: the value after the names.
+    at = start
+    while True:
+        prefix = _PREFIX.match(text, at, end)
+        if prefix is None or end - prefix.end() < 8 or "//" in text[prefix.end() : prefix.end() + 2]:
+            break
+        if not _NAME.fullmatch(text, at, prefix.end() - 1):
+            break  # `V61ZA:D.5Cr%{t`: what stands before the colon is no name but part of the value
+        at = prefix.end()
+    whole = text[at:end]
+    if not _path_like(whole) and _random(whole):
+        yield at, end
+        return
+    offset = at
+    for part in _CUT.split(whole):
+        if len(part) >= MIN_LENGTH:
+            piece_start = text.find(part, offset, end)
+            yield piece_start, piece_start + len(part)
+            offset = piece_start + len(part)
+
+
+def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
+    """Where random-looking values in no harmless form stand (a token among `found`, already learnt, skipped)."""
+    translated = text.translate(_TABLE)
+    blocks = [m.span() for m in _PUBLIC_BLOCK.finditer(text)] if "-----BEGIN" in text else []
+    for stretch in _STRETCH.finditer(translated):
+        start, end = stretch.span()
+        while start < end and text[start] in _LEAD:
+            start += 1
+        while end > start and text[end - 1] in _TRAIL:
+            end -= 1
+        if end - start < MIN_LENGTH or text[start:end] in found or any(b0 <= start < b1 for b0, b1 in blocks):
+            continue
+        for piece_start, piece_end in _pieces(text, start, end):
+            while piece_end > piece_start and text[piece_end - 1] in _TRAIL:
+                piece_end -= 1
+            if _random(text[piece_start:piece_end]) and not _harmless(text, piece_start, piece_end, sensitive):
+                yield piece_start, piece_end
+
+
+def harmless_value(value: str) -> bool:
+    """A value no pass should learn, whatever announced it: a placeholder or a hash named by its algorithm."""
+    return bool(_PLACEHOLDER.match(value) or _FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
+
+
+def fail_closed_secrets(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> set[str]:
+    """The random-looking values of a text that stand in no harmless form (see the module's docstring); `found`:
+    values already learnt from it (a token that is one of them is not looked at again)."""
+    return {v for s, e in fail_closed_spans(text, sensitive, found) if is_maskable(v := text[s:e]) and v not in found}
+
+
+def fail_closed_enabled() -> bool:
+    """AWP_SECRETS_FAIL_CLOSED from the settings when Django is configured; on otherwise."""
+    try:
+        from django.conf import settings
+
+        if settings.configured:
+            return bool(getattr(settings, "AWP_SECRETS_FAIL_CLOSED", True))
+    except ImportError:  # pragma: no cover - outside the project's venv
+        pass
+    return True
+
+
+def may_fail_closed(text: str, sensitive: frozenset[str]) -> bool:
+    """The gate's part: whether the pass finds anything in the text (a text without a stretch that switches kind
+    often enough costs one translate and one regex pass)."""
+    return next(fail_closed_spans(text, sensitive), None) is not None
