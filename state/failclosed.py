@@ -267,8 +267,14 @@ def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str
                 yield piece_start, piece_end
 
 
+# A version or a version range (`^3.2.2`, `~1.4`, `>=2.0.1`, `v1.2.3-rc.1`): a dependency's, not a credential.
+_VERSION = re.compile(r"(?:[\^~<>=]=?|v)?\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z.]+)?")
+
+
 def harmless_value(value: str) -> bool:
-    """A value no pass should learn, whatever announced it: a placeholder or a hash named by its algorithm."""
+    """A value no pass should learn, whatever announced it: a placeholder, a hash named by its algorithm, a version."""
+    if _VERSION.fullmatch(value):
+        return True
     return bool(_PLACEHOLDER.match(value) or _FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
 
 

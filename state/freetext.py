@@ -15,6 +15,7 @@ credential costs one regex pass.
 
 from __future__ import annotations
 
+import itertools
 import re
 import string
 from collections.abc import Iterator
@@ -264,10 +265,44 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                     yield found[0], found[1]
                     break
         yield from _cookie_spans(text)
+        yield from _column_spans(text, sensitive)
     if CLI_HINT.search(text):
         for pattern in _CLI:
             for match in pattern.finditer(text):
                 yield match.span("secret")
+
+
+_HEADER_CELL = re.compile(r"[A-Za-z][\w .\-]{0,40}")
+_TABLE_DELIMITERS = ",\t;:"
+
+
+def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    """The cells under a credential column of a delimited table: a header line of names (CSV, TSV, `;`, or `:` as a
+    commented `.pgpass` header has), one of them sensitive, then the rows with as many fields (the last column
+    takes the rest of its row, so a `:` in a password keeps its row)."""
+    lines = text.split("\n")
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    for i, line in enumerate(lines[:-1]):
+        header = line.lstrip("#/ \t")
+        for delimiter in _TABLE_DELIMITERS:
+            if header.count(delimiter) < 2:
+                continue
+            names = [name.strip().strip("\"'") for name in header.split(delimiter)]
+            columns = [k for k, name in enumerate(names) if is_sensitive(name, sensitive)]
+            if not columns or not all(_HEADER_CELL.fullmatch(name) for name in names):
+                continue
+            for j in range(i + 1, len(lines)):
+                cells = lines[j].split(delimiter, len(names) - 1)
+                if len(cells) != len(names) or lines[j].lstrip().startswith("#"):
+                    break
+                at = starts[j]
+                for k, cell in enumerate(cells):
+                    value = cell.strip().strip("\"'")
+                    if k in columns and value:
+                        begin = at + cell.index(value)
+                        yield begin, begin + len(value)
+                    at += len(cell) + 1
+            break
 
 
 def _cookie_spans(text: str) -> Iterator[tuple[int, int]]:

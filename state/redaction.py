@@ -41,6 +41,7 @@ from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for th
     normalise_key,
     sensitive_set,
 )
+from state.token_formats import TOKEN_FORMATS
 
 # -- keyless patterns ----------------------------------------------------------------------------------------
 
@@ -59,6 +60,8 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?P<secret>[sr]k_(?:live|test)_[0-9A-Za-z]{16,})"),  # Stripe secret keys
     re.compile(r"\b(?P<secret>sk-(?:proj-|ant-|live-)?[A-Za-z0-9_\-]{32,})"),  # OpenAI / Anthropic style keys
     re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),  # JWTs
+    # Self-identifying vendor formats (state/token_formats.py), each at a word start.
+    *(re.compile(r"(?<![A-Za-z0-9_])(?P<secret>" + body + ")") for body in dict.fromkeys(body for _, body in TOKEN_FORMATS)),
 )
 # Signs of a pattern's form or of a credential-taking command, each with the test that confirms it where it
 # stands (a case-sensitive match at the sign, or None: the sign alone): a text holding none of them (nor a
@@ -72,8 +75,12 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
         "sk_", "rk_", "sk-", "eyJ",
     )},
     **{sign: re.compile(re.escape(sign)) for sign in ("mysql", "redis-cli", "sshpass", "curl", "pass:", "::add-mask::")},
+    **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
-_PATTERN_HINT = re.compile(r"://|(?i:bearer)[ \t]|-----BEGIN|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)")
+_PATTERN_HINT = re.compile(
+    r"://|(?i:bearer)[ \t]|-----BEGIN|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)"
+    r"|(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(sign) for sign, _ in TOKEN_FORMATS) + ")"
+)
 
 
 def _pattern_spans(text: str) -> Iterator[tuple[int, int]]:
