@@ -209,7 +209,10 @@ AWP_SENSITIVE_FIELDS = env_list(
     "AWP_SENSITIVE_FIELDS",
     "api_key,apikey,password,passwd,passphrase,pwd,pass,pw,pin,otp,secret,token,authorization,auth,bearer,"
     "credential,credentials,private_key,secret_key,access_key,signing_key,session_key,master_key,encryption_key,"
-    "cookie,session,sessionid,dsn,conn_str,connection_string",
+    "cookie,session,sessionid,dsn,conn_str,connection_string,"
+    # The word for password in other languages (a label an agent copies from a foreign UI, chat or doc).
+    "passwort,kennwort,contraseña,contrasena,senha,wachtwoord,mot_de_passe,motdepasse,hasło,haslo,heslo,salasana,"
+    "lösenord,losenord,adgangskode,passord,jelszó,jelszo,şifre,parolă,пароль,密码,密碼,口令,パスワード,비밀번호",
 )
 # Fail-closed secret detection (state/failclosed.py): besides what a credential word announces, every random-looking
 # token in no harmless form (hash, id, UUID, public key, placeholder, …) is learnt as a secret at ingest.

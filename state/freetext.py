@@ -28,7 +28,10 @@ _JOIN = re.compile(
     r"""|(?P<tag>>)"""
     r"""|(?P<eq>[ \t]*=>?[ \t]*(?=\S))"""
     r"""|(?P<cell>[ \t]*\|[ \t]*)"""
-    r"""|(?P<is>[ \t]+(?:is|was|are|=)[ \t]+|[ \t]*:[ \t]+)"""
+    # `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS), a dash, and the CJK joins that
+    # take no spaces (`密码是…`, `密码：…`, `パスワードは…`, `비밀번호는…`).
+    r"""|(?P<is>[ \t]+(?:is|was|are|=|ist|lautet|war|es|est|é|è|är|er|wordt|jest|—|–)[ \t]+|[ \t]*:[ \t]+"""
+    r"""|[ \t]*(?:：|是|为|為|は|는|은)[ \t]*)"""
     r"""|(?P<next>[ \t]*:?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
@@ -47,7 +50,9 @@ _CLI = (
 )
 CLI_HINT = re.compile(r"mysql|redis-cli|sshpass|curl|pass:|::add-mask::")
 _COOKIE = re.compile(r"(?im)^[ \t]*(?P<set>set-)?cookie[ \t]*:[ \t]*(?P<pairs>[^\n]+)$")
-_NAME_CHARS = re.compile(r"[\w.\-]")
+# Kana, CJK ideographs and Hangul end a name: those scripts join a label to what follows without a space
+# (`密码是…`, `パスワードは…`).
+_NAME_CHARS = re.compile(r"[.\-]|(?![\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff])\w")
 
 
 def _looks_secret(value: str) -> bool:
