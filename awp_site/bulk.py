@@ -72,17 +72,26 @@ def _array_literal(items: Sequence[Any]) -> str:
     return "{" + ",".join('"' + str(item).translate(_ARRAY_ESCAPES) + '"' for item in items) + "}"
 
 
-_DEFAULTS: dict[type[models.Model], dict[str, Any]] = {}
+# model -> (constant defaults by attname, fields whose default is a callable: called for every instance, as
+# Model.__init__ does, so no two instances share a dict, a list or a timestamp)
+_DEFAULTS: dict[type[models.Model], tuple[dict[str, Any], tuple[Any, ...]]] = {}
 
 
 def bare(model: type[models.Model], values: dict[str, Any]) -> Any:
     """An unsaved instance of `model` for insert_rows, without Model.__init__'s per-field work: `values` by
-    attname (`experiment_id`), every other field at its default (shared objects: read, never changed)."""
+    attname (`experiment_id`), every other field at its default."""
     defaults = _DEFAULTS.get(model)
     if defaults is None:
-        defaults = _DEFAULTS[model] = {field.attname: field.get_default() for field in model._meta.concrete_fields}
+        fields = model._meta.concrete_fields
+        called = tuple(field for field in fields if field.has_default() and callable(field.default))
+        constant = {field.attname: field.get_default() for field in fields if field not in called}
+        defaults = _DEFAULTS[model] = (constant, called)
+    constant, called = defaults
     obj = model.__new__(model)
-    obj.__dict__.update(defaults)
+    obj.__dict__.update(constant)
+    for field in called:
+        if field.attname not in values:
+            obj.__dict__[field.attname] = field.get_default()
     obj.__dict__.update(values)
     obj._state = ModelState()
     return obj

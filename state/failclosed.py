@@ -284,32 +284,6 @@ def fail_closed_secrets(text: str, sensitive: frozenset[str], found: frozenset[s
     return {v for s, e in fail_closed_spans(text, sensitive, found) if is_maskable(v := text[s:e]) and v not in found}
 
 
-_enabled: list[bool] = []  # the setting, read once (per event it cost more than the pass over a short text)
-
-
-def fail_closed_enabled() -> bool:
-    """AWP_SECRETS_FAIL_CLOSED from the settings when Django is configured; on otherwise."""
-    if _enabled:
-        return _enabled[0]
-    enabled = True
-    try:
-        from django.conf import settings
-        from django.core.signals import setting_changed
-
-        if settings.configured:
-            enabled = bool(getattr(settings, "AWP_SECRETS_FAIL_CLOSED", True))
-            setting_changed.connect(_forget_setting, dispatch_uid="awp-fail-closed")
-            _enabled.append(enabled)
-    except ImportError:  # pragma: no cover - outside the project's venv
-        pass
-    return enabled
-
-
-def _forget_setting(*, setting: str, **_kwargs: object) -> None:
-    if setting == "AWP_SECRETS_FAIL_CLOSED":
-        _enabled.clear()
-
-
 def may_fail_closed(text: str, sensitive: frozenset[str]) -> bool:
     """The gate's part: whether the pass finds anything in the text (a text without a stretch that switches kind
     often enough costs one translate and one regex pass)."""

@@ -25,7 +25,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from state.failclosed import fail_closed_enabled, may_fail_closed
+from state.detector_switch import fail_closed_enabled
+from state.failclosed import may_fail_closed
 from state.freetext import random_token_near, value_spans
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
     MAX_SECRET_LENGTH,

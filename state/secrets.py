@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
-from state.detection import detect_secrets
-from state.failclosed import fail_closed_enabled, fail_closed_secrets, harmless_value, may_fail_closed
+from state.detection import detect_secrets, with_fail_closed
+from state.detector_switch import fail_closed_enabled
+from state.failclosed import may_fail_closed
 from state.models import KnownSecret
 from state.redaction import MIN_SECRET_LENGTH, KnownSecrets, is_maskable, may_hold_announced, secrets_in
 
@@ -116,29 +117,44 @@ def may_learn_from(event: Any, experiment: Any) -> bool:
 
 def event_may_hold_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> bool:
     """One C-speed pass over the serialized event: False means event_secrets finds nothing in it (most events)."""
-    if serialized is None:
-        serialized = json.dumps(payload, ensure_ascii=False, default=str)
-    text = f"{kind}\n{agent_id}\n{serialized}"
-    return may_hold_announced(text, sensitive) or (fail_closed_enabled() and may_fail_closed(_JSON_ESCAPE.sub("  ", text), sensitive))
+    return _gate(_event_text(kind, agent_id, payload, serialized), sensitive) is not None
 
 
 def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> set[str]:
     """The credentials one event carries: under sensitive keys, in any free-text shape of its strings, and in its
     dict keys, kind and agent id (a token used as a metric name or a key is a token all the same). `serialized`:
     the payload's JSON text when the caller has it (non-ASCII unescaped, as `json.dumps(ensure_ascii=False)`)."""
-    if not event_may_hold_secrets(kind, agent_id, payload, sensitive, serialized=serialized):
+    text = _event_text(kind, agent_id, payload, serialized)
+    unescaped = _gate(text, sensitive)
+    if unescaped is None:
         return set()
     found = secrets_in(payload, sensitive)
     if fail_closed_enabled():
         # Fail-closed over the serialized event (keys label their values), JSON escapes read as spaces.
-        text = serialized if serialized is not None else json.dumps(payload, ensure_ascii=False, default=str)
-        found |= fail_closed_secrets(_JSON_ESCAPE.sub("  ", f"{kind}\n{agent_id}\n{text}"), sensitive, found)
-        found = {value for value in found if not harmless_value(value)}
+        found = with_fail_closed(unescaped or _JSON_ESCAPE.sub("  ", text), sensitive, found)
     # Each name alone: one key is never the value of the key before it.
     for name in {kind, agent_id, *_keys(payload)}:
         if len(name) >= MIN_SECRET_LENGTH:
             found |= detect_secrets(name, sensitive)
     return found
+
+
+def _event_text(kind: str, agent_id: str, payload: Any, serialized: str | None) -> str:
+    """The text the detector reads of one event: kind, agent and the payload's JSON, one per line."""
+    if serialized is None:
+        serialized = json.dumps(payload, ensure_ascii=False, default=str)
+    return f"{kind}\n{agent_id}\n{serialized}"
+
+
+def _gate(text: str, sensitive: frozenset[str]) -> str | None:
+    """None when the detector finds nothing in the event's text; else "" (a name or form announces a value), or
+    the text with its JSON escapes read as spaces when only the fail-closed pass finds something there."""
+    if may_hold_announced(text, sensitive):
+        return ""
+    if not fail_closed_enabled():
+        return None
+    unescaped = _JSON_ESCAPE.sub("  ", text)
+    return unescaped if may_fail_closed(unescaped, sensitive) else None
 
 
 def learn_from_pool_envelope(raw: Any) -> int:

@@ -32,3 +32,13 @@ def test_ignore_conflicts_skips_rows_a_unique_constraint_refuses(experiment):
     insert_rows([_episode(experiment, "same", ["second"]), _episode(experiment, "other", ["third"])], ignore_conflicts=True)
     stored = dict(Episode.objects.filter(experiment=experiment).values_list("key", "words"))
     assert stored == {"same": ["first"], "other": ["third"]}
+
+
+def test_bare_calls_callable_defaults_for_every_instance(experiment):
+    """A default that is a callable (a list, a timestamp) is called per instance, as Model.__init__ does: two bare
+    instances never share a mutable default, and a time default is not the first call's time."""
+    first = bare(Episode, {"experiment_id": experiment.pk, "key": "a", "kind": "log", "text": "t"})
+    second = bare(Episode, {"experiment_id": experiment.pk, "key": "b", "kind": "log", "text": "t"})
+    assert first.words == [] and second.words == []
+    first.words.append("changed")
+    assert second.words == [] and bare(Episode, {"key": "c"}).words == []
