@@ -265,6 +265,48 @@ def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str
                 piece_end -= 1
             if _random(text[piece_start:piece_end]) and not _harmless(text, piece_start, piece_end, sensitive):
                 yield piece_start, piece_end
+    yield from typed_password_spans(text, sensitive, found)
+
+
+# A password a person typed (`Sunflower#2931`, `P@ssw0rd!24`, `q8#Lp!x2@Vm`): 8 to 40 characters without a space,
+# letters and digits with a mark inside. Too short for the pass above; unannounced, it stands as a positional
+# argument (`htpasswd -b file user 'Gr8!Pass#77'`), after a slash (`admin / Sunflower#2931`) or in a WIFI: code.
+# Tokens end at spaces, quotes, brackets and `,;|<>`, and at `=`, `:` (`P:Blue$Tiger!88`, `user:pw`).
+_TYPED = re.compile(r"(?<![^\s'\"`=:;,|<>()\[\]{}])[A-Za-z0-9][^\s'\"`=:;,|<>()\[\]{}]{6,38}[^\s'\"`=:;,|<>()\[\]{}.]")
+_TYPED_MARKS = "!#$&*?@^~"
+_TYPED_HINT = re.compile(r"[A-Za-z0-9][!#$&*?@^~]")
+# What such a token is when it is no password: an address or a host (`deploy@web-01`, `ops@example.org`), a
+# package pinned by version (`lodash@4.17.21`), an issue or a line (`PR#4521`, `page.html#part2`), code (`a!=b`,
+# `x&&y`, `Outer$Inner1.run`), a query string (`?page=2&limit=50`).
+_ADDRESS = re.compile(r"[A-Za-z0-9_.+\-]{2,}@(?:[a-z0-9\-]+|[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+)")
+_REF = re.compile(r"(?i)(?:issue|issues|pr|prs|mr|bug|bugs|ticket|item|no|nr|num|step|line|l|task|story|case|build|run|job|order|id|gh|cve|rfc|ref|page|comment|note|fig|table|section|sec|part|chapter|ch|vol|rev|v|version|release|round|batch|shard|node|pod|replica|worker|agent|port|room|seat|gate|row|col|sheet|slide|episode|ep)#\d+")
+_TYPED_CODE = re.compile(
+    r"!=|==|&&|\|\||->|=>|::|\*\*|\?\.|\?\?|\.[a-z]{1,5}#|^[\w.]+\$[\w.$]+$|\$\{|\$\(|&[a-z_]+|\?[a-z_]+$|![rsa]$"
+    r"|^[a-z][a-z0-9_.\-]*#\d+$|^[A-Za-z_]+#\d{1,2}$|^\d+#|[a-zA-Z0-9]-[zZ9]|abcdefgh|0123456789"
+)  # also `repo#1234` (an issue), `WORKER#2` (an ordinal), `a-z0-9` (a character class), an alphabet
+
+
+def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
+    """Where passwords a person typed stand (see _TYPED), unless a label or a form says what they are."""
+    if _TYPED_HINT.search(text) is None:
+        return
+    for match in _TYPED.finditer(text):
+        value = match.group()
+        marks = [i for i, char in enumerate(value) if char in _TYPED_MARKS]
+        if not marks or value in found or all(value[i] == "?" for i in marks):
+            continue
+        if _DIGIT.search(value) is None or _LETTERS.search(value) is None or "/" in value or "\\" in value:
+            continue
+        if marks == [len(value) - 1] and not (_LOWER.search(value) and _UPPER.search(value)):
+            continue  # `team2024!` closes a sentence; `Winter2024!` is a password
+        if _ADDRESS.fullmatch(value) or _REF.fullmatch(value) or _TYPED_CODE.search(value) or _VERSION_PIN.fullmatch(value):
+            continue
+        if _harmless(text, match.start(), match.end(), sensitive):
+            continue
+        yield match.span()
+
+
+_VERSION_PIN = re.compile(r"[@\w.\-]+@[\^~]?\d+(?:\.\d+)*(?:[-+][\w.]+)?")
 
 
 # A version or a version range (`^3.2.2`, `~1.4`, `>=2.0.1`, `v1.2.3-rc.1`): a dependency's, not a credential.

@@ -47,8 +47,74 @@ _CLI = (
     re.compile(r"\bcurl\b[^\n]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
     re.compile(r"[ \t]-pass(?:in|out)?[ \t]+pass:(?P<secret>\S+)"),
     re.compile(r"::add-mask::(?P<secret>\S+)"),
+    # net-snmp's v3 pass phrases (-A auth, -X privacy), archive passwords (zip/unzip -P, 7z/rar -p), openssl's -k,
+    # Samba's user%password, wpa_passphrase's second argument, and what expect typed at a password prompt.
+    re.compile(r"\b(?:zip|unzip|7z|7za|7zr|rar|unrar)\b[^\n]*?[ \t]-[Pp][ \t]*['\"]?(?P<secret>[^\s'\"-][^\s'\"]*)"),
+    re.compile(r"\bopenssl\b[^\n]*?[ \t]-k[ \t]+['\"]?(?P<secret>[^\s'\"-][^\s'\"]*)"),
+    re.compile(r"\b(?:smbclient|rpcclient|smbmap|smbget|mount\.cifs)\b[^\n]*?(?:-U|--user(?:name)?=?)[ \t]*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)"),
+    re.compile(r"\bwpa_passphrase[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+(?P<q>['\"]?)(?P<secret>[^'\"\n]+?)(?P=q)(?=[ \t]*(?:[|>]|$))", re.M),
+    re.compile(r"(?i)(?:password|passphrase|passcode|pin)[^\n]*:[^\n]*\n(?:[^\n]*\n){0,3}?send: sending \"(?P<secret>[^\"\\\n]+)\\r\""),
 )
-CLI_HINT = re.compile(r"mysql|redis-cli|sshpass|curl|pass:|::add-mask::")
+# Tools with more than one credential flag on a line: (the tool's word, its flags' value) per line.
+_CLI_FLAGS = (
+    (re.compile(r"\bsnmp(?:walk|bulkwalk|get|getnext|bulkget|set|table|trap|inform|delta|df|status|netstat|usm)\b"),
+     re.compile(r"[ \t]-[AX][ \t]*['\"]?(?P<secret>[^\s'\"-][^\s'\"]*)")),
+)  # fmt: skip
+CLI_HINT = re.compile(
+    r"\b(?:mysql\w*|redis-cli|sshpass|curl|snmp\w+|zip|unzip|7z\w?|rar|unrar|openssl|smbclient|rpcclient|smbmap|smbget|mount\.cifs|wpa_passphrase)\b"
+    r"|pass:|::add-mask::|send: sending"
+)
+
+# A login written as `user / password` on a line that speaks of logging in or of a network, or under one
+# (`Relay login … is relay@example.org / thimble.falcon.bramble.7699`, `wifi for the offsite:` then
+# `Harbor-Guest / Basalt/quasar/49`): the value after the slash, when it is no word, number, date, version or path.
+LOGIN_WORDS = re.compile(r"(?i)\b(?:log[ -]?ins?|logon|sign[ -]?in|users?(?:name)?|accounts?|wi-?fi|wlan|ssid|creds?|relay)\b")
+_LOGIN_PAIR = re.compile(r"(?<![\w/])[\w.+@-]{2,64}[ \t]+/[ \t]+(?P<secret>[^\s'\"<>]{8,128})")
+_NOT_A_PASSWORD = re.compile(
+    r"(?i)^(?:https?://.*|.*[{}].*|[\d.,:/%-]+|v?\d+(?:\.\d+)+.*|[a-z]+(?:[-_][a-z]+)*"
+    r"|.*\.(?:py|js|ts|go|rs|md|txt|json|ya?ml|html?|css|png|jpe?g|log|conf|sh))$"
+)
+
+
+def may_hold_cli_or_login(text: str) -> bool:
+    """The gate's part for command lines and `user / password` logins (False: neither finds anything)."""
+    return CLI_HINT.search(text) is not None or (" / " in text and LOGIN_WORDS.search(text) is not None)
+
+
+def _login_pairs(text: str) -> Iterator[tuple[int, int]]:
+    if LOGIN_WORDS.search(text) is None:
+        return
+    for pair in _LOGIN_PAIR.finditer(text):
+        line_start = text.rfind("\n", 0, pair.start()) + 1
+        above = text.rfind("\n", 0, max(0, line_start - 1)) + 1
+        line_end = text.find("\n", pair.end())
+        if LOGIN_WORDS.search(text, above, len(text) if line_end == -1 else line_end) is None:
+            continue
+        start, end = pair.span("secret")
+        while end > start and text[end - 1] in _TRAILING:
+            end -= 1
+        value = text[start:end]
+        if len(value) >= 8 and not _NOT_A_PASSWORD.match(value) and _password_like(value):
+            yield start, end
+
+
+# A passphrase of words joined by one separator, with a number (`thimble.falcon.bramble.7699`), not a host name.
+_WORD_CHAIN = re.compile(r"[A-Za-z]{3,}(?P<sep>[.\-_/])[A-Za-z]{3,}(?:(?P=sep)[A-Za-z0-9]{2,})+")
+_DOMAIN_END = re.compile(r"(?i)\.(?:com|org|net|io|dev|app|local|internal|lan|edu|gov|co|ai|cloud)$")
+
+
+def _password_like(value: str) -> bool:
+    """Three kinds of characters (`Basalt/quasar/Krypton/49`), or a word chain with a number in it."""
+    kinds = sum((_LOWER_CHAR.search(value) is not None, _UPPER_CHAR.search(value) is not None, _DIGIT_CHAR.search(value) is not None, _MARK_CHAR.search(value) is not None))
+    if kinds >= 3:
+        return True
+    return _WORD_CHAIN.fullmatch(value) is not None and _DIGIT_CHAR.search(value) is not None and not _DOMAIN_END.search(value)
+
+
+_LOWER_CHAR, _UPPER_CHAR, _DIGIT_CHAR = re.compile("[a-z]"), re.compile("[A-Z]"), re.compile("[0-9]")
+_MARK_CHAR = re.compile(r"[^\w.\-]")
+
+
 _COOKIE = re.compile(r"(?im)^[ \t]*(?P<set>set-)?cookie[ \t]*:[ \t]*(?P<pairs>[^\n]+)$")
 # Kana, CJK ideographs and Hangul end a name: those scripts join a label to what follows without a space
 # (`密码是…`, `パスワードは…`).
@@ -275,6 +341,13 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         for pattern in _CLI:
             for match in pattern.finditer(text):
                 yield match.span("secret")
+        for tool, flag in _CLI_FLAGS:
+            for match in tool.finditer(text):
+                line_end = text.find("\n", match.end())
+                for value in flag.finditer(text, match.end(), len(text) if line_end == -1 else line_end):
+                    yield value.span("secret")
+    if " / " in text:
+        yield from _login_pairs(text)
 
 
 _HEADER_CELL = re.compile(r"[A-Za-z][\w .\-]{0,40}")

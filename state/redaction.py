@@ -27,11 +27,13 @@ from urllib.parse import quote, quote_plus
 
 from state.detector_switch import fail_closed_enabled
 from state.failclosed import may_fail_closed
-from state.freetext import random_token_near, value_spans
+from state.freetext import may_hold_cli_or_login, random_token_near, value_spans
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
     MAX_SECRET_LENGTH,
     MIN_SECRET_LENGTH,
     REDACTED,
+    Needles,
+    has_needles,
     holds_any,
     is_maskable,
     is_sensitive,
@@ -522,7 +524,7 @@ def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
 
 def may_hold_announced(serialized: str, sensitive: frozenset[str]) -> bool:
     """`may_hold_secrets` for the key, free-text and pattern masks alone (the fail-closed pass aside)."""
-    return names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized)
+    return names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_cli_or_login(serialized)
 
 
 def _holds_form(text: str) -> bool:
@@ -599,14 +601,10 @@ def rows_holding(haystack: str, starts: list[int], needles: Iterable[str]) -> se
 
 # -- known secrets -------------------------------------------------------------------------------------------
 
-try:  # Aho-Corasick in C: one pass over a text whatever the number of secrets
-    import ahocorasick
-except ImportError:  # pragma: no cover - the trie regex below does the same, slower with many secrets
-    ahocorasick = None
 
 
 def _trie_regex(words: Iterable[str]) -> str:
-    """One alternation regex for many literal strings, as a trie (the fallback without pyahocorasick)."""
+    """One alternation regex for many literal strings, as a trie (the fallback without Aho-Corasick)."""
     trie: dict[str, Any] = {}
     for word in words:
         node = trie
@@ -635,13 +633,9 @@ def _trie_regex(words: Iterable[str]) -> str:
 
 @lru_cache(maxsize=256)
 def _compile(forms: frozenset[str]) -> Any:
-    if ahocorasick is not None:
-        automaton = ahocorasick.Automaton()
-        for form in forms:
-            automaton.add_word(form, len(form))
-        automaton.make_automaton()
-        return automaton
-    return re.compile(_trie_regex(forms))
+    if has_needles():  # one pass over a text whatever the number of secrets
+        return Needles((form, len(form)) for form in forms)
+    return re.compile(_trie_regex(forms))  # pragma: no cover - the same, slower with many secrets
 
 
 def escaped_forms(value: str) -> set[str]:

@@ -90,3 +90,49 @@ def test_an_event_learns_a_random_value_and_not_its_ids() -> None:
 
 def test_a_value_already_found_is_not_looked_at_twice() -> None:
     assert fail_closed_secrets(f"use this: {RANDOM}", SENSITIVE, {RANDOM}) == set()
+
+
+TYPED = ["Gr8!Pass#77", "Sunflower#2931", "Blue$Tiger!88", "q8#Lp!x2@Vm", "Winter2024!", "P@ssw0rd!24"]
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "htpasswd -b .htpasswd admin '{v}'",
+        "openssl enc -aes-256-cbc -k '{v}' -in notes.txt",
+        "echo '{v}' | docker login -u ci-bot --password-stdin registry.example.org",
+        "log in with admin / {v} on the console",
+        "WIFI:T:WPA;S:Office-5G;P:{v};;",
+        "net use \\\\fs01\\share {v} /user:CORP\\backup",
+        '{{"role": "user", "content": "it is {v} but keep it to yourself"}}',
+    ],
+)
+@pytest.mark.parametrize("value", TYPED)
+def test_a_password_a_person_typed_is_learnt_without_a_label(template: str, value: str) -> None:
+    """Short passwords with a mark inside (too short for the random-token pass) are found however they stand."""
+    text = template.format(v=value)
+    assert value in detect_secrets(text, SENSITIVE), text
+    assert value not in redact_text(text, SENSITIVE, known=KnownSecrets.of(detect_secrets(text, SENSITIVE)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssh deploy@web-01 'sudo systemctl restart app'; mail ops2@example.org",
+        "npm i lodash@4.17.21 react@^18.2.0 @types/node@20.11.5",
+        "fixed in PR#4521 and django#35012, see issue#42 and page.html#part2",
+        "FAKEWORKER#1 handed step 3 to FAKEWORKER#2; round 1#round-1",
+        "if (a1 != b2 && c3) { x = y ?? z2; } return 2**attempt; MAX_TOKENS**2",
+        "GET /search?page=2&limit=50&sort=desc2 HTTP/1.1",
+        "chars = 'abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)'",
+        "pattern [a-z0-9_.!+-]+ and pythonw?2 and f'{h2_version!r}'",
+        "We shipped team2024! and version v2.3.1+build7 at 10:00!",
+        "java.lang.NullPointerException at com.acme.Outer$Inner1.run(Outer.java:42)",
+        "#Summer2024 @alice42 $HOME1 %APPDATA% ${TOKEN_1} C#10 c++20",
+    ],
+)
+def test_typed_password_look_alikes_stay_readable(text: str) -> None:
+    """Addresses, hosts, pinned packages, issue refs, ordinals, code, query strings, alphabets, sentences."""
+    from state.failclosed import typed_password_spans
+
+    assert [text[s:e] for s, e in typed_password_spans(text, SENSITIVE)] == []
