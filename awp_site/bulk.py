@@ -1,4 +1,4 @@
-"""Many rows of one model in one statement of constant size: one array parameter per column, `unnest` in SQL.
+"""Many rows of one model in one statement of constant size: one JSON parameter (or one array per column) in SQL.
 
 Django's `bulk_create` writes one placeholder per value, so a batch of a few hundred rows becomes a statement of
 tens of thousands of placeholders that the driver must parse on every call (psycopg's client-side binding does
@@ -8,9 +8,13 @@ the insert. Here the statement has one placeholder per column whatever the numbe
 
 from __future__ import annotations
 
+import datetime as dt
+import math
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
 from django.db.models.base import ModelState
@@ -21,9 +25,11 @@ def insert_rows(objs: Sequence[models.Model], *, returning: str | None = None, i
     values come back in input order (the objects' primary keys are set when it is the primary key column);
     `ignore_conflicts`: rows a unique constraint refuses are skipped (ON CONFLICT DO NOTHING, as bulk_create's).
 
-    Columns whose value is None in every row are left to their default (NULL): a vector column of rows not yet
-    embedded needs no array type. An array column travels as one array literal per row (`unnest` would flatten
-    an array of arrays) and is cast back in SQL.
+    The rows travel as one JSON document (`jsonb_to_recordset`): orjson writes it in C, where the driver's
+    client-side binding quotes array parameters element by element in Python (500 agent texts: 10 ms against
+    85 ms). Rows JSON cannot carry as they are (a NaN, a vector, bytes, a field with its own JSON encoder) take
+    one array parameter per column (`unnest`). Columns whose value is None in every row are left to their
+    default (NULL).
     """
     if not objs:
         return []
@@ -31,37 +37,77 @@ def insert_rows(objs: Sequence[models.Model], *, returning: str | None = None, i
     model = type(objs[0])
     meta = model._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
-    columns, arrays, types, selects = [], [], [], []
+    columns: list[tuple[Any, list[Any]]] = []
     for field in fields:
-        if isinstance(field, ArrayField):
-            values = [None if (items := getattr(obj, field.attname)) is None else _array_literal(items) for obj in objs]
-        else:
-            values = [field.get_db_prep_save(getattr(obj, field.attname), connection) for obj in objs]
-        if all(value is None for value in values):
-            continue
-        name = f"c{len(columns)}"
-        columns.append(connection.ops.quote_name(field.column))
-        arrays.append(values)
-        db_type = field.db_type(connection)
-        types.append("text" if isinstance(field, ArrayField) else db_type)
-        selects.append(f"{name}::{db_type}" if isinstance(field, ArrayField) else name)
+        values = [field.get_db_prep_save(getattr(obj, field.attname), connection) for obj in objs]
+        if any(value is not None for value in values):
+            columns.append((field, values))
     table = connection.ops.quote_name(meta.db_table)
-    unnest = ", ".join(f"%s::{db_type}[]" for db_type in types)
     names = ", ".join(f"c{i}" for i in range(len(columns)))
+    targets = ", ".join(connection.ops.quote_name(field.column) for field, _ in columns)
+    document = _as_json(columns, len(objs))
+    if document is not None:
+        typed = ", ".join(f"c{i} {field.db_type(connection)}" for i, (field, _) in enumerate(columns))
+        source, params = f"ROWS FROM (jsonb_to_recordset(%s::jsonb) AS ({typed})) WITH ORDINALITY AS u({names}, n)", [document]
+        selects = names
+    else:
+        source, params, selects = _unnest(columns, names)
     # In input order (RETURNING follows it): WITH ORDINALITY numbers the rows.
-    sql = f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(selects)} FROM unnest({unnest}) WITH ORDINALITY AS u({names}, n) ORDER BY n"
+    sql = f"INSERT INTO {table} ({targets}) SELECT {selects} FROM {source} ORDER BY n"
     if ignore_conflicts:
         sql += " ON CONFLICT DO NOTHING"
     if returning is not None:
         sql += f" RETURNING {connection.ops.quote_name(returning)}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, arrays)
+        cursor.execute(sql, params)
         out = [row[0] for row in cursor.fetchall()] if returning is not None else []
     if returning == meta.pk.column:
         for obj, pk in zip(objs, out, strict=True):
             obj.pk = pk
             obj._state.adding = False
     return out
+
+
+_JSON_SAFE = (str, int, bool, dt.datetime, dt.date, dt.time, uuid.UUID)
+
+
+def _as_json(columns: list[tuple[Any, list[Any]]], count: int) -> str | None:
+    """The rows as one JSON array of {"c<i>": value} objects, or None when a value would not survive the trip."""
+    plain: list[list[Any]] = []
+    for field, values in columns:
+        if isinstance(field, models.JSONField):
+            if field.encoder is not None:
+                return None
+            values = [getattr(value, "obj", value) for value in values]  # the driver's Jsonb wrapper
+        elif isinstance(field, ArrayField):
+            if not all(value is None or all(isinstance(item, str | int) and not isinstance(item, bool) for item in value) for value in values):
+                return None
+        elif not all(value is None or (isinstance(value, float) and math.isfinite(value)) or isinstance(value, _JSON_SAFE) for value in values):
+            return None  # NaN would become null, a vector or bytes would change type
+        plain.append(values)
+    rows = [{f"c{i}": column[row] for i, column in enumerate(plain)} for row in range(count)]
+    try:
+        return orjson.dumps(rows).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return None  # a lone surrogate, an integer past 64 bits: the driver's path says what is wrong
+
+
+def _unnest(columns: list[tuple[Any, list[Any]]], names: str) -> tuple[str, list[Any], str]:
+    """One array parameter per column; an array column as one array literal per row (`unnest` would flatten an
+    array of arrays), cast back in SQL."""
+    params, types, selects = [], [], []
+    for i, (field, values) in enumerate(columns):
+        db_type = field.db_type(connection)
+        if isinstance(field, ArrayField):
+            params.append([None if items is None else _array_literal(items) for items in values])
+            types.append("text")
+            selects.append(f"c{i}::{db_type}")
+        else:
+            params.append(values)
+            types.append(db_type)
+            selects.append(f"c{i}")
+    unnest = ", ".join(f"%s::{db_type}[]" for db_type in types)
+    return f"unnest({unnest}) WITH ORDINALITY AS u({names}, n)", params, ", ".join(selects)
 
 
 _ARRAY_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"'})

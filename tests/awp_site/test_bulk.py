@@ -42,3 +42,32 @@ def test_bare_calls_callable_defaults_for_every_instance(experiment):
     assert first.words == [] and second.words == []
     first.words.append("changed")
     assert second.words == [] and bare(Episode, {"key": "c"}).words == []
+
+
+def test_rows_travel_as_one_json_document_and_fall_back_to_arrays_for_what_json_cannot_carry(experiment):
+    """Dates, times, floats, booleans and JSON go as one jsonb_to_recordset document; a NaN (JSON would make it
+    null) takes one array parameter per column and is stored as NaN."""
+    import math
+    from datetime import date, time
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.models import MemoryEntry
+
+    def entry(key: str, confidence: float) -> MemoryEntry:
+        return bare(MemoryEntry, {
+            "experiment_id": experiment.pk, "day": date(2026, 3, 4), "time": time(9, 15, 2), "agent_id": "w",
+            "confidence": confidence, "content": 'say "hi"\n\\ ünï', "dedupe_key": key,
+        })  # fmt: skip
+
+    with CaptureQueriesContext(connection) as queries:
+        insert_rows([entry("a", 0.25), entry("b", 1.0)], returning="id")
+    assert "jsonb_to_recordset" in queries[-1]["sql"]
+    with CaptureQueriesContext(connection) as queries:
+        insert_rows([entry("c", float("nan"))], returning="id")
+    assert "unnest" in queries[-1]["sql"]
+    stored = {e.dedupe_key: e for e in MemoryEntry.objects.filter(experiment=experiment)}
+    assert stored["a"].confidence == 0.25 and stored["a"].day == date(2026, 3, 4) and stored["a"].time == time(9, 15, 2)
+    assert stored["b"].content == 'say "hi"\n\\ ünï'
+    assert math.isnan(stored["c"].confidence)
