@@ -27,7 +27,7 @@ from urllib.parse import quote, quote_plus
 
 from state.detector_switch import fail_closed_enabled
 from state.failclosed import may_fail_closed
-from state.freetext import may_hold_cli_or_login, random_token_near, value_spans
+from state.freetext import may_hold_login, random_token_near, value_spans
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
     MAX_SECRET_LENGTH,
     MIN_SECRET_LENGTH,
@@ -78,6 +78,13 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
         "sk_", "rk_", "sk-", "eyJ",
     )},
     **{sign: re.compile(re.escape(sign)) for sign in ("mysql", "redis-cli", "sshpass", "curl", "pass:", "::add-mask::")},
+    # The other commands whose password arguments state.freetext reads (`_CLI`, `_CLI_FLAGS`), as whole words.
+    "snmp": re.compile(r"(?i)(?<![\w-])snmp[a-z]+(?![\w-])"),
+    "7z": re.compile(r"(?i)(?<![\w-])7z[ar]?(?![\w-])"),
+    **{sign: re.compile(r"(?i)(?<![\w-])" + re.escape(sign) + r"(?![\w-])") for sign in (
+        "zip", "unzip", "rar", "unrar", "openssl", "smbclient", "rpcclient", "smbmap", "smbget", "mount.cifs", "wpa_passphrase",
+    )},
+    "send: sending": None,
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
 _PATTERN_HINT = re.compile(
@@ -524,7 +531,7 @@ def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
 
 def may_hold_announced(serialized: str, sensitive: frozenset[str]) -> bool:
     """`may_hold_secrets` for the key, free-text and pattern masks alone (the fail-closed pass aside)."""
-    return names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_cli_or_login(serialized)
+    return names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_login(serialized)
 
 
 def _holds_form(text: str) -> bool:
