@@ -80,7 +80,11 @@ def may_hold_login(text: str) -> bool:
     """The gate's part for `user / password` logins (False: `_login_pairs` finds nothing). The commands of `_CLI`
     are signs of `state.redaction`'s form automaton (one pass for all of them; an alternation regex here cost
     more than the rest of the gate)."""
-    return " / " in text and LOGIN_WORDS.search(text) is not None
+    return " / " in text and _LOGIN_HINT.search(text) is not None
+
+
+# LOGIN_WORDS without word boundaries: in a serialized event a word may follow a JSON escape (`\nwifi`).
+_LOGIN_HINT = re.compile(r"(?i)log[ -]?in|logon|sign[ -]?in|user|account|wi-?fi|wlan|ssid|cred|relay")
 
 
 def _login_pairs(text: str) -> Iterator[tuple[int, int]]:

@@ -79,9 +79,10 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     )},
     **{sign: re.compile(re.escape(sign)) for sign in ("mysql", "redis-cli", "sshpass", "curl", "pass:", "::add-mask::")},
     # The other commands whose password arguments state.freetext reads (`_CLI`, `_CLI_FLAGS`), as whole words.
-    "snmp": re.compile(r"(?i)(?<![\w-])snmp[a-z]+(?![\w-])"),
-    "7z": re.compile(r"(?i)(?<![\w-])7z[ar]?(?![\w-])"),
-    **{sign: re.compile(r"(?i)(?<![\w-])" + re.escape(sign) + r"(?![\w-])") for sign in (
+    # A word starts after a non-word character or after a JSON escape (`\n` in a serialized event).
+    "snmp": re.compile(r"(?i)(?:(?<![\w-])|(?<=\\[nrt]))snmp[a-z]+(?![\w-])"),
+    "7z": re.compile(r"(?i)(?:(?<![\w-])|(?<=\\[nrt]))7z[ar]?(?![\w-])"),
+    **{sign: re.compile(r"(?i)(?:(?<![\w-])|(?<=\\[nrt]))" + re.escape(sign) + r"(?![\w-])") for sign in (
         "zip", "unzip", "rar", "unrar", "openssl", "smbclient", "rpcclient", "smbmap", "smbget", "mount.cifs", "wpa_passphrase",
     )},
     "send: sending": None,

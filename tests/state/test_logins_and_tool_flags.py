@@ -54,3 +54,18 @@ def test_unjoined_credentials_are_learnt_and_masked(text: str, value: str) -> No
 )
 def test_login_and_tool_look_alikes_stay_readable(text: str) -> None:
     assert detect_secrets(text, SENSITIVE) == set(), text
+
+
+@pytest.mark.parametrize(
+    ("payload", "value"),
+    [
+        ({"stdout": "$ ls\nsnmpwalk -v3 -l authPriv -u mon -A 'Fjord:ember:Lark:81' 10.0.0.1"}, "Fjord:ember:Lark:81"),
+        ({"stdout": "$ cd /srv\nzip -r -P Kx8vR2qLm backup.zip ./exports"}, "Kx8vR2qLm"),
+        ({"text": "morning!\nwifi for the offsite:\nLobby-Guest / Cedar/ember/Orbit/lantern/27"}, "Cedar/ember/Orbit/lantern/27"),
+    ],
+)
+def test_an_event_whose_command_or_login_follows_a_line_break_is_learnt(payload: dict, value: str) -> None:
+    """The gate reads the serialized event, where a line break is the escape `\\n` right before the next word."""
+    from state.secrets import event_secrets
+
+    assert value in event_secrets("tool.call", "worker", payload, SENSITIVE)
