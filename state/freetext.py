@@ -38,28 +38,55 @@ _JOIN = re.compile(
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
 _BARE_VALUE = re.compile(r"""[^\s"'`<>|,;&(){}\[\]]+""")
 _TRAILING = ".,;:!?"
-# Command lines whose credential follows a short flag: mysql -pX / -p X, redis-cli -a X, sshpass -p X,
-# curl -u user:pw / --user user:pw, openssl -passin/-passout pass:X, htpasswd -b file user X.
+# Command lines whose credential follows a flag, as (the command's word, its flags): mysql -pX / -p X /
+# --password X, redis-cli -a X, sshpass -p X, curl -u user:pw, net-snmp's v3 pass phrases (-A auth, -X privacy),
+# archive passwords (zip/unzip -P, 7z/rar -p), openssl's -k, Samba's user%password. A flag counts after the
+# command's first word on its line; each line is read once (a regex that scanned on from every occurrence of the
+# word was quadratic: 50,000 `mysql` on one line took minutes).
+_VALUE = r"['\"]?(?P<secret>[^\s'\"-][^\s'\"]*)"
+_CLI_TOOLS = (
+    (re.compile(r"\bmysql(?:dump|admin|import|sh)?\b"), (re.compile(r"[ \t]-p(?P<secret>[^\s'\"-][^\s'\"]*)"), re.compile(r"[ \t]--password[ \t]+" + _VALUE))),
+    (re.compile(r"\b(?:redis-cli|sshpass)\b"), (re.compile(r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),)),
+    (re.compile(r"\bcurl\b"), (re.compile(r"[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),)),
+    (re.compile(r"\bsnmp(?:walk|bulkwalk|get|getnext|bulkget|set|table|trap|inform|delta|df|status|netstat|usm)\b"), (re.compile(r"[ \t]-[AX][ \t]*" + _VALUE),)),
+    (re.compile(r"\b(?:zip|unzip|7z|7za|7zr|rar|unrar)\b"), (re.compile(r"[ \t]-[Pp][ \t]*" + _VALUE),)),
+    (re.compile(r"\bopenssl\b"), (re.compile(r"[ \t]-k[ \t]+" + _VALUE),)),
+    (re.compile(r"\b(?:smbclient|rpcclient|smbmap|smbget|mount\.cifs)\b"), (re.compile(r"(?:-U|--user(?:name)?=?)[ \t]*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)"),)),
+)  # fmt: skip
+# Anchored where they start (no scan from a word): openssl's -passin/-passout pass:X, GitHub's ::add-mask::,
+# wpa_passphrase's second argument.
 _CLI = (
-    re.compile(r"\bmysql(?:dump|admin|import|sh)?\b[^\n]*?[ \t]-p(?P<secret>[^\s'\"-][^\s'\"]*)"),
-    re.compile(r"\bmysql(?:dump|admin|import|sh)?\b[^\n]*?[ \t]--password[ \t]+(?P<secret>[^\s'\"-][^\s'\"]*)"),
-    re.compile(r"\b(?:redis-cli|sshpass)\b[^\n]*?[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
-    re.compile(r"\bcurl\b[^\n]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
     re.compile(r"[ \t]-pass(?:in|out)?[ \t]+pass:(?P<secret>\S+)"),
     re.compile(r"::add-mask::(?P<secret>\S+)"),
-    # net-snmp's v3 pass phrases (-A auth, -X privacy), archive passwords (zip/unzip -P, 7z/rar -p), openssl's -k,
-    # Samba's user%password, wpa_passphrase's second argument, and what expect typed at a password prompt.
-    re.compile(r"\b(?:zip|unzip|7z|7za|7zr|rar|unrar)\b[^\n]*?[ \t]-[Pp][ \t]*['\"]?(?P<secret>[^\s'\"-][^\s'\"]*)"),
-    re.compile(r"\bopenssl\b[^\n]*?[ \t]-k[ \t]+['\"]?(?P<secret>[^\s'\"-][^\s'\"]*)"),
-    re.compile(r"\b(?:smbclient|rpcclient|smbmap|smbget|mount\.cifs)\b[^\n]*?(?:-U|--user(?:name)?=?)[ \t]*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)"),
     re.compile(r"\bwpa_passphrase[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+(?P<q>['\"]?)(?P<secret>[^'\"\n]+?)(?P=q)(?=[ \t]*(?:[|>]|$))", re.M),
-    re.compile(r"(?i)(?:password|passphrase|passcode|pin)[^\n]*:[^\n]*\n(?:[^\n]*\n){0,3}?send: sending \"(?P<secret>[^\"\\\n]+)\\r\""),
 )
-# Tools with more than one credential flag on a line: (the tool's word, its flags' value) per line.
-_CLI_FLAGS = (
-    (re.compile(r"\bsnmp(?:walk|bulkwalk|get|getnext|bulkget|set|table|trap|inform|delta|df|status|netstat|usm)\b"),
-     re.compile(r"[ \t]-[AX][ \t]*['\"]?(?P<secret>[^\s'\"-][^\s'\"]*)")),
-)  # fmt: skip
+# What expect typed at a prompt that asks for a password, up to four lines later.
+_EXPECT_SEND = re.compile(r"send: sending \"(?P<secret>[^\"\\\n]+)\\r\"")
+_PROMPT = re.compile(r"(?i)(?:password|passphrase|passcode|pin)[^\n]*:")
+
+
+def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
+    for tool, flags in _CLI_TOOLS:
+        word = tool.search(text)
+        while word is not None:
+            line_end = text.find("\n", word.end())
+            line_end = len(text) if line_end == -1 else line_end
+            for flag in flags:
+                for match in flag.finditer(text, word.end(), line_end):
+                    yield match.span("secret")
+            word = tool.search(text, line_end)  # the next line that holds the word
+    for pattern in _CLI:
+        for match in pattern.finditer(text):
+            yield match.span("secret")
+    if "send: sending" in text:
+        for send in _EXPECT_SEND.finditer(text):
+            above = send.start()
+            for _ in range(5):  # the send's own line start, then up to four lines above it
+                above = text.rfind("\n", 0, max(0, above - 1)) + 1 if above else 0
+            if _PROMPT.search(text, above, send.start()):
+                yield send.span("secret")
+
+
 CLI_HINT = re.compile(
     r"\b(?:mysql\w*|redis-cli|sshpass|curl|snmp\w+|zip|unzip|7z\w?|rar|unrar|openssl|smbclient|rpcclient|smbmap|smbget|mount\.cifs|wpa_passphrase)\b"
     r"|pass:|::add-mask::|send: sending"
@@ -344,14 +371,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         yield from _cookie_spans(text)
         yield from _column_spans(text, sensitive)
     if CLI_HINT.search(text):
-        for pattern in _CLI:
-            for match in pattern.finditer(text):
-                yield match.span("secret")
-        for tool, flag in _CLI_FLAGS:
-            for match in tool.finditer(text):
-                line_end = text.find("\n", match.end())
-                for value in flag.finditer(text, match.end(), len(text) if line_end == -1 else line_end):
-                    yield value.span("secret")
+        yield from _cli_spans(text)
     if " / " in text:
         yield from _login_pairs(text)
 
