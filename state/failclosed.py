@@ -57,7 +57,9 @@ _NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*")
 # Harmless forms, whole value.
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
-_FORMS = re.compile(
+# Forms that say what a value is whatever labels it: a hash (named by its algorithm, or a password hash), a
+# data: URI, a hashed known_hosts entry. A value a credential word announces in one of them is still no secret.
+_HASH_FORMS = re.compile(
     r"""(?xi)
     (?:sha(?:1|224|256|384|512)?|sha3-\d+|md5|blake2[bs]?|crc32c?|xxh\d*|murmur\d*)[:\-=]   # hash named by its algorithm
     | \$(?:2[abxy]?|argon2(?:id|i|d)?|[156y]|scrypt|pbkdf2[\w-]*)\$                        # crypt(3)-style hashes
@@ -65,7 +67,13 @@ _FORMS = re.compile(
     | \{S?SHA\d*\}
     | data:[\w.+-]+/[\w.+-]+;base64,                                                    # data: URI
     | \|1\|[A-Za-z0-9+/]+=*\|                                                           # hashed known_hosts
-    | nonce-
+    """
+)
+# Forms of identifiers: harmless when nothing labels them a credential (the fail-closed pass), but a password
+# that happens to look like a pod name is still a password after `PASSWORD:`.
+_ID_FORMS = re.compile(
+    r"""(?xi)
+    nonce-
     | arn:aws[\w-]*:
     | [0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$                                # traceparent
     | (?:[0-9A-F]{2}:){15,}                                                             # colon-hex fingerprint
@@ -74,6 +82,11 @@ _FORMS = re.compile(
     | baf[a-z2-7]{40,}$ | Qm[1-9A-HJ-NP-Za-km-z]{44}$ | k51qzi5uqu5[a-z0-9]{40,}$          # content ids
     """
 )
+
+
+def _in_form(value: str) -> bool:
+    """A hash's or an identifier's form (what the fail-closed pass leaves alone when nothing labels it)."""
+    return _HASH_FORMS.match(value) is not None or _ID_FORMS.match(value) is not None
 _COLON_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}:){7,}[0-9A-Fa-f]{2}")  # a fingerprint, a MAC address, an IPv6 address
 _DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,")
 _FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$")
@@ -179,7 +192,7 @@ def _random(value: str) -> bool:
 def _harmless_form(value: str) -> bool:
     return bool(
         _UUID.fullmatch(value)
-        or _FORMS.match(value)
+        or _in_form(value)
         or _PLACEHOLDER.match(value)
         or (_FILE.match(value) and not _HEX.fullmatch(value.rsplit(".", 1)[0]))
         or len(set(value)) <= 3
@@ -206,12 +219,18 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True  # a hash spoken of around it, or a version pinned by its commit (`actions/checkout@<sha>`)
     if label == "binary" and len(value) >= 64:
         return True
-    line_start = text.rfind("\n", 0, start) + 1
+    line_start = text.rfind("\n", max(0, start - 40), start) + 1
     if _SSH_PUBLIC.search(text, max(line_start, start - 40), start):
         return True
-    line_end = text.find("\n", end)
-    line = text[line_start : len(text) if line_end == -1 else line_end]
+    # A JWK on the token's line, within JWK_REACH of it (a minified document is one line: copying and scanning it
+    # whole for every token was quadratic).
+    line_start = max(text.rfind("\n", max(0, start - JWK_REACH), start) + 1, start - JWK_REACH)
+    line_end = text.find("\n", end, end + JWK_REACH)
+    line = text[line_start : min(len(text), end + JWK_REACH) if line_end == -1 else line_end]
     return '"kty"' in line and not _JWK_PRIVATE.search(line)
+
+
+JWK_REACH = 4096  # a JWK's members around a key's value, on one line
 
 
 _PATH_WORD = re.compile(r"(?:^|[/@])[A-Za-z][a-z]{2,}(?:[.\-][a-z0-9]+)*(?=[/@]|$)")
@@ -225,7 +244,7 @@ def _path_like(value: str) -> bool:
 def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """(start, end) of the values a token holds: the token itself when it is one value, else its pieces."""
     token = text[start:end]
-    if _FORMS.match(token) or _UUID.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token):
+    if _in_form(token) or _UUID.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token):
         return
     # `name=value`, `host:port:db:user:value`: the value after the names.
     at = start
@@ -314,10 +333,11 @@ _VERSION = re.compile(r"(?:[\^~<>=]=?|v)?\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z.]+)?
 
 
 def harmless_value(value: str) -> bool:
-    """A value no pass should learn, whatever announced it: a placeholder, a hash named by its algorithm, a version."""
+    """A value no pass should learn, whatever announced it: a placeholder, a hash named by its algorithm, a version
+    (not an identifier's form: a password shaped like a pod name is announced all the same)."""
     if _VERSION.fullmatch(value):
         return True
-    return bool(_PLACEHOLDER.match(value) or _FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
+    return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
 
 
 def fail_closed_secrets(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> set[str]:

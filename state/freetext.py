@@ -36,7 +36,9 @@ _JOIN = re.compile(
     r"""|(?P<space>[ \t]+)"""
 )
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
-_BARE_VALUE = re.compile(r"""[^\s"'`<>|,;&(){}\[\]]+""")
+# At most one character past MAX_SECRET_LENGTH (a longer value is no credential either way): from every name in a
+# long run (`token=token=…`) an unbounded match scanned to the run's end, quadratic in the run.
+_BARE_VALUE = re.compile(r"""[^\s"'`<>|,;&(){}\[\]]{1,4097}""")
 _TRAILING = ".,;:!?"
 # Command lines whose credential follows a flag, as (the command's word, its flags): mysql -pX / -p X /
 # --password X, redis-cli -a X, sshpass -p X, curl -u user:pw, net-snmp's v3 pass phrases (-A auth, -X privacy),

@@ -51,7 +51,7 @@ from state.token_formats import TOKEN_FORMATS
 # Each pattern's group "secret" is masked; the rest of the match stays readable.
 PATTERNS: tuple[re.Pattern[str], ...] = (
     # scheme://user:password@host (postgres, redis, amqp, https, ...)
-    re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@'\"<>]*:(?P<secret>[^\s@/'\"<>]+)@"),
+    re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@'\"<>]*:(?P<secret>[^\s@/'\"<>]+)@"),
     re.compile(r"(?i)\bbearer[ \t]+(?P<secret>[A-Za-z0-9._~+/\-]{6,}=*)"),
     re.compile(
         r"-----BEGIN (?P<kind>[A-Z0-9 ]*)PRIVATE KEY-----(?P<secret>.*?)(?:-----END (?P=kind)PRIVATE KEY-----|\Z)", re.DOTALL

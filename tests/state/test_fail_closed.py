@@ -136,3 +136,14 @@ def test_typed_password_look_alikes_stay_readable(text: str) -> None:
     from state.failclosed import typed_password_spans
 
     assert [text[s:e] for s, e in typed_password_spans(text, SENSITIVE)] == []
+
+
+def test_an_announced_password_shaped_like_an_identifier_is_learnt_and_an_unlabelled_one_is_not() -> None:
+    """Identifier forms (a pod name, a Stripe id, a traceparent) exempt a token only when nothing labels it a
+    credential: `PASSWORD: 0aaaaaaa-aaaaaaaaaa-aaaaa` is a password (a property-test example that failed when the
+    form filter ran over announced values too)."""
+    pod_like = "0aaaaaaa-aaaaaaaaaa-aaaaa"
+    logged = f"2026-01-04T10:00:00.010Z   PASSWORD: {pod_like}\n##[endgroup]"
+    assert pod_like in detect_secrets(logged, SENSITIVE)
+    listing = "NAME                                READY   STATUS\nweb-frontend-7c9d8f6b5d-x2kqp   1/1     Running\n"
+    assert "web-frontend-7c9d8f6b5d-x2kqp" not in detect_secrets(listing, SENSITIVE)
