@@ -45,7 +45,14 @@ class Needles:
         values = self._values
         if values is None:
             return self._automaton.iter(text)
-        return [(end - 1, values[index]) for index, _, end in self._automaton.find_matches_as_indexes(text, overlapping=True)]
+        try:
+            found = self._automaton.find_matches_as_indexes(text, overlapping=True)
+        except UnicodeEncodeError:  # a lone surrogate (a file read with surrogateescape): U+FFFD keeps every offset
+            found = self._automaton.find_matches_as_indexes(_SURROGATE.sub("\ufffd", text), overlapping=True)
+        return [(end - 1, values[index]) for index, _, end in found]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def has_needles() -> bool:

@@ -88,3 +88,10 @@ def test_a_line_of_repeated_command_words_is_read_once_per_line(monkeypatch):
     text = "mysql " * 50000 + "-pQz8Lr2Wv\nmysql --password Rt5Lq9Xw2 db"
     assert {"Qz8Lr2Wv", "Rt5Lq9Xw2"} <= {text[s:e] for s, e in freetext._cli_spans(text)}
     assert len(searches) == 3  # the first line, the second line, and the end
+
+
+def test_a_text_with_a_lone_surrogate_is_read_like_any_other():
+    """Rust's automaton takes UTF-8 only; a lone surrogate (a file decoded with surrogateescape) keeps its offset."""
+    text = "\udcff log: password: Zq8!Lr2Wv9 \ud800"
+    assert "Zq8!Lr2Wv9" in detect_secrets(text, SENSITIVE)
+    assert "Zq8!Lr2Wv9" not in redact_text(text, SENSITIVE)
