@@ -54,7 +54,7 @@ def _state(run: Run) -> dict[str, Any]:
         "ledger": ledger,
         "head": (run.last_seq, run.status, run.iterations, run.loss),
         "board": list(BoardPost.objects.filter(run=run).order_by("seq").values_list("seq", "topic", "payload")),
-        "episodes": list(Episode.objects.filter(run=run).order_by("turn", "kind", "agent_id").values_list("kind", "turn", "text")),
+        "episodes": list(Episode.objects.filter(run=run).order_by("turn", "kind", "agent_id", "text").values_list("kind", "turn", "text")),  # ties (two results of one agent in one turn) in a fixed order
         "entries": list(MemoryEntry.objects.filter(run=run).order_by("pk").values_list("content", "agent_id")),
     }
 
