@@ -203,18 +203,19 @@ AWP_EMBED_WORKER = os.environ.get("AWP_EMBED_WORKER", "optional")
 AWP_EMBED_IDLE_SECONDS = float(os.environ.get("AWP_EMBED_IDLE_SECONDS", "60"))
 AWP_MEMORY_EXACT_THRESHOLD = int(os.environ.get("AWP_MEMORY_EXACT_THRESHOLD", "20000"))  # vectors per experiment
 AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
-# Credential nouns and their short forms; pass, pw, auth, session, cookie, otp, pin, bearer and psk count only as a
+# Credential nouns and their short forms; pass, pw, auth, session, cookie, otp, totp, pin, bearer and psk count only as a
 # key's whole last word (state.sensitive.LAST_WORD_NAMES), so bypass, author and session_count stay readable.
 AWP_SENSITIVE_FIELDS = env_list(
     "AWP_SENSITIVE_FIELDS",
-    "api_key,apikey,password,passwd,passphrase,pwd,pass,pw,pin,otp,secret,token,authorization,auth,bearer,"
+    "api_key,apikey,password,passwd,passphrase,pwd,pass,pw,pin,otp,totp,secret,token,authorization,auth,bearer,"
     "credential,credentials,private_key,secret_key,access_key,signing_key,session_key,master_key,encryption_key,"
     "cookie,session,sessionid,dsn,conn_str,connection_string,"
     # What unlocks a wallet, a vault or an account when everything else is lost.
     "psk,mnemonic,seed_phrase,recovery_phrase,unseal_phrase,unseal_key,recovery_code,recovery_codes,backup_code,backup_codes,"
     # The word for password in other languages (a label an agent copies from a foreign UI, chat or doc).
     "passwort,kennwort,contraseña,contrasena,senha,wachtwoord,mot_de_passe,motdepasse,hasło,haslo,heslo,salasana,"
-    "lösenord,losenord,adgangskode,passord,jelszó,jelszo,şifre,parolă,пароль,密码,密碼,口令,パスワード,비밀번호",
+    "lösenord,losenord,adgangskode,passord,jelszó,jelszo,şifre,parolă,пароль,密码,密碼,口令,パスワード,비밀번호,"
+    "mật_khẩu,mat_khau,पासवर्ड,كلمة_المرور,كلمة_السر,סיסמה,รหัสผ่าน,kata_sandi,kata_laluan,رمز_عبور,পাসওয়ার্ড",
 )
 # Fail-closed secret detection (state/failclosed.py): besides what a credential word announces, every random-looking
 # token in no harmless form (hash, id, UUID, public key, placeholder, …) is learnt as a secret at ingest.

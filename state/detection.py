@@ -22,10 +22,16 @@ def detect_secrets(text: str, sensitive: frozenset[str], *, fail_closed: bool | 
     found = text_secrets(text, sensitive)
     if fail_closed if fail_closed is not None else fail_closed_enabled():
         return with_fail_closed(text, sensitive, found)
-    return found
+    return learnable(found, sensitive)
 
 
 def with_fail_closed(text: str, sensitive: frozenset[str], found: set[str]) -> set[str]:
     """The fail-closed step after the announced one: `found` (what was announced in `text`, or keyed in the
     document it was serialised from) plus every random-looking token of `text`, less the harmless values."""
-    return {value for value in found | fail_closed_secrets(text, sensitive, found) if not harmless_value(value)}
+    return learnable(found | fail_closed_secrets(text, sensitive, found), sensitive)
+
+
+def learnable(values: set[str], sensitive: frozenset[str]) -> set[str]:
+    """What of the values found becomes a known secret: all but placeholders, references, names and hashes (masked
+    in place where they stand, never by value everywhere)."""
+    return {value for value in values if not harmless_value(value, sensitive)}

@@ -69,6 +69,8 @@ _HASH_FORMS = re.compile(
     | \|1\|[A-Za-z0-9+/]+=*\|                                                           # hashed known_hosts
     """
 )
+# A hash named by its algorithm right before a token the pass cut at the `:` (go.sum's `h1:…=`).
+_HASH_NAMED_BEFORE = re.compile(r"(?i)(?:\bh1|sha(?:1|224|256|384|512)?|md5)[:=]$")
 # Forms of identifiers: harmless when nothing labels them a credential (the fail-closed pass), but a password
 # that happens to look like a pod name is still a password after `PASSWORD:`.
 _ID_FORMS = re.compile(
@@ -90,7 +92,12 @@ def _in_form(value: str) -> bool:
 _COLON_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}:){7,}[0-9A-Fa-f]{2}")  # a fingerprint, a MAC address, an IPv6 address
 _DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,")
 _FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$")
-_PLACEHOLDER = re.compile(r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}).*|your[-_].*|.*[-_]here)$")
+# A placeholder: `<your-token>`, `${{ secrets.X }}`, `%TOKEN%`, `xxxx`, `****`, `...`, `your-…`, `…-here`, an
+# example's value (`changeme`, `example-password`), a vendor's prefix alone (`whsec_`, `sk-`).
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}|…).*|your[-_].*|.*[-_]here"
+    r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)|[a-z]{2,8}[_-])$"
+)
 # A public block: its body is no secret.
 _PUBLIC_BLOCK = re.compile(r"-----BEGIN (?![^-\n]*PRIVATE)([A-Z0-9 ]+)-----.*?-----END \1-----", re.S)
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh|ecdsa)-[\w@.-]+)[ \t]+$")
@@ -119,6 +126,10 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+# The key of a JSON, query-string or inline member right before a value (`,"value":"`, `&appid=`, `{ key: `).
+_MEMBER_KEY = re.compile(r"""(?<=[,{;&?])[ \t]*["']?[\w.\-]+["']?[ \t]*[:=][ \t]*["']?$""")
+
+
 def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
     """'credential', 'identifier' or None: what the nearest naming word before text[start] says (on the token's
     line, or on the line before when the token starts its line)."""
@@ -129,6 +140,9 @@ def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
         before = text[max(prev_start, line_start - 120) : line_start].rstrip()
         if not before.endswith(":") and len(before.split()) > 4:
             return None  # a line of its own, not a label: no word names the token
+    member = _MEMBER_KEY.search(before)
+    if member is not None:
+        before = before[member.start() :]  # a structure's value is named by its own key, not by the members before it
     words = _words(before)[-5:]
     for i in range(len(words) - 1, max(-1, len(words) - 5), -1):
         word = words[i]
@@ -199,16 +213,26 @@ def _harmless_form(value: str) -> bool:
     )
 
 
+# Hex digits in a digest or an id: 64-bit ids and hashes, ObjectIds, MD5, SHA-1, SHA-224/256/384/512 (a short
+# commit SHA is 7 to 12).
+DIGEST_LENGTHS = frozenset({16, 24, 32, 40, 56, 64, 96, 128})
+
+
 def _hex_in_context(text: str, start: int, end: int, value: str) -> bool:
     """A hex string (one case) with hashes, commits or ids spoken of in the lines around it."""
-    if not _HEX.fullmatch(value.replace("-", "")):
-        return False
+    digits = value.replace("-", "")
+    if not _HEX.fullmatch(digits) or not (7 <= len(digits) <= 12 or len(digits) in DIGEST_LENGTHS):
+        return False  # a hash is as long as its algorithm makes it: 48 hex digits are no digest's
     return _HEX_CONTEXT.search(text, max(0, start - 300), min(len(text), end + 200)) is not None
 
 
 def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> bool:
     value = text[start:end]
-    if _harmless_form(value):
+    if _harmless_form(value) or _HASH_NAMED_BEFORE.search(text, max(0, start - 12), start):
+        return True
+    # A piece of a token in a hash's form (`p=8$…` inside `argon2$argon2id$v=19$m=…,t=2,p=8$salt$hash`).
+    token_start = max(text.rfind(mark, max(0, start - 200), start) for mark in (" ", "\t", "\n", '"', "'")) + 1
+    if token_start < start and _HASH_FORMS.match(text, token_start):
         return True
     label = _label(text, start, sensitive)
     if label == "identifier":
@@ -332,12 +356,34 @@ _VERSION_PIN = re.compile(r"[@\w.\-]+@[\^~]?\d+(?:\.\d+)*(?:[-+][\w.]+)?")
 _VERSION = re.compile(r"(?:[\^~<>=]=?|v)?\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z.]+)?")
 
 
-def harmless_value(value: str) -> bool:
+def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
     """A value no pass should learn, whatever announced it: a placeholder, a hash named by its algorithm, a version
-    (not an identifier's form: a password shaped like a pod name is announced all the same)."""
-    if _VERSION.fullmatch(value):
+    (not an identifier's form: a password shaped like a pod name is announced all the same), a reference to where
+    a credential is (`${VAR}`, `?set DB_PASSWORD`, `data.vault_kv_secret_v2.db.data`, `%d/db-password`,
+    `stripe-key:/etc/credstore/stripe-key`), or a credential's name (`password`, `redis-password`, `SECRET_KEY`:
+    what a reference or an example names, in one case and without a digit)."""
+    if _VERSION.fullmatch(value) or _REFERENCE.match(value):
+        return True
+    if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
     return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
+
+
+# Where a credential is kept, not the credential: a shell or compose variable and its messages, a Terraform
+# expression, a systemd credential (`%d/name`, `id:/path`), a path's id prefix.
+_REFERENCE = re.compile(
+    r"""(?x)
+    (?i:(?:bearer|basic|token)[ \t]+)?\$\{?[A-Za-z_]\w*(?:[:?\-+=][^}\s]*)?\}?$               # $VAR, ${VAR}, ${VAR:-x}
+    | \?(?:set|required|missing)\b.*                                                  # compose's ${VAR:?set VAR}
+    | (?:data|var|local|module|each|self)\.[A-Za-z_][\w.\-]*(?:\[["'][\w.\-]+["']\])?$   # Terraform
+    | %[a-zA-Z]/[\w.\-/]+$                                                             # systemd %d/name
+    | (?:[\w.\-]+=)?[\w.@\-]+:(?:/[\w.\-]+)+$                                              # id:/path
+    | [a-z][a-z_\-]*(?:/[a-z][a-z_\-]*){2,}$                                             # a store's path of words
+    | \((?:sensitive(?:\ value)?|known\ after\ apply)\)$                                # Terraform's plan
+    """
+)
+# One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).
+_NAME_ONLY = re.compile(r"[a-z]+(?:[_\-.][a-z]+)*|[A-Z]+(?:[_\-.][A-Z]+)*")
 
 
 def fail_closed_secrets(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> set[str]:

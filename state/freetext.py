@@ -19,68 +19,116 @@ import itertools
 import re
 import string
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from state.sensitive import ANNOUNCING_NAMES, REDACTED, is_maskable, is_sensitive, key_hint, normalise_key
 
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
-    r"""|(?P<tag>>)"""
-    r"""|(?P<eq>[ \t]*=>?[ \t]*(?=\S))"""
+    # A tag's end, after its attributes when the name opens an element (`<Pass encoding="base64">x</Pass>`).
+    r"""|(?P<tag>(?P<attrs>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>\n]*"|'[^'<>\n]*'))*)>)"""
+    r"""|(?P<eq>[ \t]*(?:=>|=(?!>))[ \t]*(?=\S))"""
+    # A network device's type of the secret after its name (`password 0 x`, `key 7 0822…`: IOS, NX-OS, EOS).
+    r"""|(?P<ios>[ \t]+[07][ \t]+(?=\S))"""
     r"""|(?P<cell>[ \t]*\|[ \t]*)"""
     # `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS), a dash, and the CJK joins that
     # take no spaces (`密码是…`, `密码：…`, `パスワードは…`, `비밀번호는…`).
     r"""|(?P<is>[ \t]+(?:is|was|are|=|ist|lautet|war|es|est|é|è|är|er|wordt|jest|—|–)[ \t]+|[ \t]*:[ \t]+"""
     r"""|[ \t]*(?:：|是|为|為|は|는|은)[ \t]*)"""
-    r"""|(?P<next>[ \t]*:?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
+    r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
+_LABEL_DECORATION = " \t[\"'`*_#>-"
+_TYPED_STRING = re.compile(r"""\w+\(\d+\)[ \t]+(["'])([^"'\n]+)\1[ \t]*,?[ \t]*(?=\r?\n|$)""")
 # At most one character past MAX_SECRET_LENGTH (a longer value is no credential either way): from every name in a
 # long run (`token=token=…`) an unbounded match scanned to the run's end, quadratic in the run.
 _BARE_VALUE = re.compile(r"""[^\s"'`<>|,;&(){}\[\]]{1,4097}""")
 _TRAILING = ".,;:!?"
-# Command lines whose credential follows a flag, as (the command's word, its flags): mysql -pX / -p X /
-# --password X, redis-cli -a X, sshpass -p X, curl -u user:pw, net-snmp's v3 pass phrases (-A auth, -X privacy),
-# archive passwords (zip/unzip -P, 7z/rar -p), openssl's -k, Samba's user%password. A flag counts after the
-# command's first word on its line; each line is read once (a regex that scanned on from every occurrence of the
-# word was quadratic: 50,000 `mysql` on one line took minutes).
+# Commands and protocol lines that carry a credential, in one table: each names the sign the detector's gate
+# looks for (lower case; `state.redaction` adds these signs to its form automaton), the test that confirms the
+# sign where it stands, and where the credential is. A tool (`word` and `flags`): the flags after the command's
+# word on its line (mysql -pX / --password X, redis-cli -a X, sshpass -p X, curl -u user:pw, net-snmp's v3 pass
+# phrases -A/-X, zip/unzip -P, 7z/rar -p, openssl -k, Samba's user%password), each line read once (a regex that
+# scanned on from every occurrence of the word was quadratic: 50,000 `mysql` on one line took minutes). A form
+# (`form`, anchored where it starts): openssl's -passin/-passout pass:X, GitHub's ::add-mask::, wpa_passphrase's
+# second argument, a WIFI: QR payload's P: field, and what mail and file-transfer clients send (IMAP `LOGIN user
+# pw`, POP3/FTP `PASS pw`, SMTP `AUTH PLAIN`).
+# A word starts after a non-word character or after a JSON escape (`\n` in a serialized event).
+_AT_WORD = r"(?:(?<![\w-])|(?<=\\[nrt]))"
 _VALUE = r"['\"]?(?P<secret>[^\s'\"-][^\s'\"]*)"
-_CLI_TOOLS = (
-    (re.compile(r"\bmysql(?:dump|admin|import|sh)?\b"), (re.compile(r"[ \t]-p(?P<secret>[^\s'\"-][^\s'\"]*)"), re.compile(r"[ \t]--password[ \t]+" + _VALUE))),
-    (re.compile(r"\b(?:redis-cli|sshpass)\b"), (re.compile(r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),)),
-    (re.compile(r"\bcurl\b"), (re.compile(r"[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),)),
-    (re.compile(r"\bsnmp(?:walk|bulkwalk|get|getnext|bulkget|set|table|trap|inform|delta|df|status|netstat|usm)\b"), (re.compile(r"[ \t]-[AX][ \t]*" + _VALUE),)),
-    (re.compile(r"\b(?:zip|unzip|7z|7za|7zr|rar|unrar)\b"), (re.compile(r"[ \t]-[Pp][ \t]*" + _VALUE),)),
-    (re.compile(r"\bopenssl\b"), (re.compile(r"[ \t]-k[ \t]+" + _VALUE),)),
-    (re.compile(r"\b(?:smbclient|rpcclient|smbmap|smbget|mount\.cifs)\b"), (re.compile(r"(?:-U|--user(?:name)?=?)[ \t]*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)"),)),
+
+
+@dataclass(frozen=True)
+class CredentialCommand:
+    sign: str
+    confirm: re.Pattern[str]  # matched at the sign's offset (the sign lower-cased) in the original text
+    word: re.Pattern[str] | None = None  # a tool: its word, searched line by line
+    flags: tuple[re.Pattern[str], ...] = ()  # a tool: its credential flags, after the word on its line
+    form: re.Pattern[str] | None = None  # a form: group `secret` where it stands
+
+
+def _tool(sign: str, word: str, *flags: str) -> CredentialCommand:
+    pattern = re.compile(_AT_WORD + word + r"(?![\w-])")
+    return CredentialCommand(sign, pattern, pattern, tuple(re.compile(flag) for flag in flags))
+
+
+def _form(sign: str, confirm: str, form: str) -> CredentialCommand:
+    return CredentialCommand(sign, re.compile(confirm), form=re.compile(form, re.M))
+
+
+COMMANDS: tuple[CredentialCommand, ...] = (
+    _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"[ \t]-p(?P<secret>[^\s'\"-][^\s'\"]*)", r"[ \t]--password[ \t]+" + _VALUE),
+    _tool("redis-cli", r"redis-cli", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
+    _tool("sshpass", r"sshpass", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
+    _tool("curl", r"curl", r"[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
+    _tool("snmp", r"(?i:snmp(?:walk|bulkwalk|get|getnext|bulkget|set|table|trap|inform|delta|df|status|netstat|usm))", r"[ \t]-[AX][ \t]*" + _VALUE),
+    *(_tool(sign, sign, r"[ \t]-[Pp][ \t]*" + _VALUE) for sign in ("zip", "unzip", "rar", "unrar")),
+    _tool("7z", r"7z[ar]?", r"[ \t]-[Pp][ \t]*" + _VALUE),
+    _tool("openssl", r"openssl", r"[ \t]-k[ \t]+" + _VALUE),
+    *(_tool(sign, re.escape(sign), r"(?:-U|--user(?:name)?=?)[ \t]*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)")
+      for sign in ("smbclient", "rpcclient", "smbmap", "smbget", "mount.cifs")),
+    _form("pass:", r"pass:\S", r"[ \t]-pass(?:in|out)?[ \t]+pass:(?P<secret>\S+)"),
+    _form("::add-mask::", r"::add-mask::", r"::add-mask::(?P<secret>\S+)"),
+    _form("wpa_passphrase", _AT_WORD + r"wpa_passphrase[ \t]",
+          r"\bwpa_passphrase[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+(?P<q>['\"]?)(?P<secret>[^'\"\n]+?)(?P=q)(?=[ \t]*(?:[|>]|$))"),
+    _form("wifi:", r"WIFI:[^\n]*?P:", r"WIFI:(?:(?:\\.|[^;\\\n])*;)*?P:(?P<secret>(?:\\.|[^;\\\n])+)"),
+    _form(" login ", r"(?i: login )\S+ \S", r"^[ \t]*[A-Za-z0-9.]{1,12} (?i:LOGIN) (?:\"[^\"\n]*\"|\S+) (?P<q>\"?)(?P<secret>(?(q)[^\"\n]+|\S+))(?P=q)[ \t]*$"),
+    _form("pass ", r"PASS \S", r"^[ \t]*PASS (?P<secret>\S+)[ \t]*$"),
+    _form("auth plain ", r"(?i:auth plain )[A-Za-z0-9+/]", r"^[ \t]*(?i:AUTH PLAIN) (?P<secret>[A-Za-z0-9+/]{8,}={0,2})[ \t]*$"),
 )  # fmt: skip
-# Anchored where they start (no scan from a word): openssl's -passin/-passout pass:X, GitHub's ::add-mask::,
-# wpa_passphrase's second argument.
-_CLI = (
-    re.compile(r"[ \t]-pass(?:in|out)?[ \t]+pass:(?P<secret>\S+)"),
-    re.compile(r"::add-mask::(?P<secret>\S+)"),
-    re.compile(r"\bwpa_passphrase[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+(?P<q>['\"]?)(?P<secret>[^'\"\n]+?)(?P=q)(?=[ \t]*(?:[|>]|$))", re.M),
-)
 # What expect typed at a prompt that asks for a password, up to four lines later.
+EXPECT_SIGN = "send: sending"
 _EXPECT_SEND = re.compile(r"send: sending \"(?P<secret>[^\"\\\n]+)\\r\"")
 _PROMPT = re.compile(r"(?i)(?:password|passphrase|passcode|pin)[^\n]*:")
 
 
+def holds_command(text: str) -> bool:
+    """Whether a credential-taking command or protocol line may stand in `text` (False: `_cli_spans` finds nothing)."""
+    lowered = text.lower()
+    return EXPECT_SIGN in text or any(command.sign in lowered and command.confirm.search(text) for command in COMMANDS)
+
+
 def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
-    for tool, flags in _CLI_TOOLS:
-        word = tool.search(text)
+    lowered = text.lower()
+    for command in COMMANDS:
+        if command.sign not in lowered:
+            continue
+        if command.form is not None:
+            for match in command.form.finditer(text):
+                yield match.span("secret")
+            continue
+        assert command.word is not None
+        word = command.word.search(text)
         while word is not None:
             line_end = text.find("\n", word.end())
             line_end = len(text) if line_end == -1 else line_end
-            for flag in flags:
+            for flag in command.flags:
                 for match in flag.finditer(text, word.end(), line_end):
                     yield match.span("secret")
-            word = tool.search(text, line_end)  # the next line that holds the word
-    for pattern in _CLI:
-        for match in pattern.finditer(text):
-            yield match.span("secret")
-    if "send: sending" in text:
+            word = command.word.search(text, line_end)  # the next line that holds the word
+    if EXPECT_SIGN in text:
         for send in _EXPECT_SEND.finditer(text):
             above = send.start()
             for _ in range(5):  # the send's own line start, then up to four lines above it
@@ -88,11 +136,6 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
             if _PROMPT.search(text, above, send.start()):
                 yield send.span("secret")
 
-
-CLI_HINT = re.compile(
-    r"\b(?:mysql\w*|redis-cli|sshpass|curl|snmp\w+|zip|unzip|7z\w?|rar|unrar|openssl|smbclient|rpcclient|smbmap|smbget|mount\.cifs|wpa_passphrase)\b"
-    r"|pass:|::add-mask::|send: sending"
-)
 
 # A login written as `user / password` on a line that speaks of logging in or of a network, or under one
 # (`Relay login … is relay@example.org / thimble.falcon.bramble.7699`, `wifi for the offsite:` then
@@ -106,8 +149,8 @@ _NOT_A_PASSWORD = re.compile(
 
 
 def may_hold_login(text: str) -> bool:
-    """The gate's part for `user / password` logins (False: `_login_pairs` finds nothing). The commands of `_CLI`
-    are signs of `state.redaction`'s form automaton (one pass for all of them; an alternation regex here cost
+    """The gate's part for `user / password` logins (False: `_login_pairs` finds nothing). The signs of
+    `COMMANDS` are in `state.redaction`'s form automaton (one pass for all of them; an alternation regex here cost
     more than the rest of the gate)."""
     return " / " in text and _LOGIN_HINT.search(text) is not None
 
@@ -168,6 +211,12 @@ def _looks_secret(value: str) -> bool:
     return sum(kinds) >= 2 and not value.startswith(("http://", "https://", "/", "$", "{", "%"))
 
 
+def credential_shaped(value: str) -> bool:
+    """Two kinds of characters with a digit or a symbol among them (`hunter2hunter`, `Xk9!`): a value that may be a
+    credential whatever names it, not a word, a name or a CamelCase identifier (`redis-auth`, `ClusterSecretStore`)."""
+    return _looks_secret(value) and any(c.isdigit() or not c.isalnum() and c not in "_-." for c in value)
+
+
 # Each character as its kind: a lower-case letter, an upper-case letter, a digit; separators (`_-.:/`) dropped;
 # anything else (symbols, other scripts) one kind of its own.
 _KINDS = str.maketrans(
@@ -222,8 +271,12 @@ def random_token_near(text: str, pos: int) -> bool:
 
 
 def _public(text: str, start: int, name: str) -> bool:
-    """A public key, signature or key id (`public_key`, `publicKey`, `public key: …`) announces nothing secret."""
-    return "public" in normalise_key(name) or text[max(0, start - 8) : start].rstrip(" \t_-").lower().endswith("public")
+    """A public key, signature or key id (`public_key`, `publicKey`, `public key: …`, the armor of a signature or
+    certificate: `-----BEGIN SSH SIGNATURE-----`) announces nothing secret."""
+    if "public" in normalise_key(name) or text[max(0, start - 8) : start].rstrip(" \t_-").lower().endswith("public"):
+        return True
+    line_start = text.rfind("\n", max(0, start - 80), start) + 1
+    return "-----BEGIN " in text[line_start:start] and "PRIVATE" not in text[line_start:start]
 
 
 def _announces(name: str) -> bool:
@@ -237,6 +290,9 @@ _ANNOUNCED = re.compile(r"[^\n:=<>|]{1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
 
 
 _NEXT_LINE = re.compile(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*")
+# A label a line break cut after the name, ended by a word or two and a colon on the next line (an e-mail wrapped
+# at 72 columns: `mot de passe` / `provisoire : …`, `password` / `(temporary): …`).
+_WRAPPED = re.compile(r"[ \t]*\r?\n[ \t]*(?:\(?[^\W\d_][\w'-]*\)?[ \t]+){0,1}\(?[^\W\d_][\w'-]*\)?[ \t]*:(?P<rest>[ \t]+)(?=\S)")
 
 
 def _bare_value(text: str, at: int) -> tuple[int, int] | None:
@@ -250,9 +306,16 @@ def _bare_value(text: str, at: int) -> tuple[int, int] | None:
     return start, end
 
 
+def _in_prose(text: str, pos: int) -> bool:
+    """Whether the line ending at pos is a sentence (four words or more), not a key and its value (`property:
+    password`)."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    return len(text[line_start:pos].split()) >= 4
+
+
 def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     """(start, end) of the value a name announces later on its line (after a colon), or on the next line."""
-    match = _ANNOUNCED.match(text, pos)
+    match = _ANNOUNCED.match(text, pos) or (_WRAPPED.match(text, pos) if _in_prose(text, pos) else None)
     if match is None:
         return None
     at = match.end()
@@ -304,23 +367,36 @@ def _pair_value(text: str, start: int, end: int) -> tuple[int, int] | None:
     return bare.span() if bare else None
 
 
-def _value_after(text: str, pos: int) -> tuple[int, int, bool] | None:
+def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] | None:
     """(start, end, strong) of the value after a name ending at pos; strong when the join says it is a value."""
-    while pos < len(text) and text[pos] in "\"'`*_":
+    while pos < len(text) and text[pos] in "\"'`*_]":
         pos += 1
     join = _JOIN.match(text, pos)
     if join is None:
         return None
     kind, at = join.lastgroup, join.end()
+    if kind == "attrs":
+        kind = "tag"
     if at >= len(text):
         return None
     if kind == "tag":
+        if join.group("attrs") and not text[name_start - 1 : name_start] == "<":
+            return None  # attributes then `>` end an element's opening tag only
         end = text.find("<", at)
         end = len(text) if end == -1 else end
         return (at, end, True) if end > at and "\n" not in text[at:end] else None
+    if kind == "next":
+        line_start = text.rfind("\n", 0, name_start) + 1
+        if text[line_start:name_start].strip(_LABEL_DECORATION):
+            return None  # the name ends a line it does not start (`…/shop-db-password`): it labels nothing below
+        # A dump's typed string on the line under its key (PHP's `["password"]=>` then `string(25) "…"`).
+        typed = _TYPED_STRING.match(text, at)
+        if typed:
+            return typed.start(2), typed.end(2), False
     quoted = _QUOTED_VALUE.match(text, at)
     if quoted:
-        return quoted.start(2), quoted.end(2), True
+        # Quoted after a bare space, it may be a second label (`resource "random_password" "orders_db"`).
+        return quoted.start(2), quoted.end(2), kind != "space"
     bare = _bare_value(text, at)
     if bare is None:
         return None
@@ -363,7 +439,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             if announcing and (not _announces(name) or _public(text, start, name)):
                 continue
             pair = None if announcing else _pair_value(text, start, end)
-            after = _value_after(text, end)
+            after = _value_after(text, start, end)
             announced = _announced_after(text, end)
             # The value after the name's join first; failing that, the one a colon later on the line announces.
             for found in ((*pair, True) if pair else None, after, None if announced is None else (*announced, False)):
@@ -372,7 +448,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                     break
         yield from _cookie_spans(text)
         yield from _column_spans(text, sensitive)
-    if CLI_HINT.search(text):
+        if "|" in text:
+            yield from _bar_table_spans(text, sensitive)
+        yield from _listed_spans(text, sensitive, hint)
+    if holds_command(text):
         yield from _cli_spans(text)
     if " / " in text:
         yield from _login_pairs(text)
@@ -422,3 +501,86 @@ def _cookie_spans(text: str) -> Iterator[tuple[int, int]]:
                 value_start = offset + len(name) + 1 + (len(value) - len(value.lstrip()))
                 yield value_start, value_start + len(value.strip())
             offset += len(pair) + 1
+
+
+
+# A cell of words only (`via SSO`, `see the vault`) says where a password is; a passphrase has a digit or a mark.
+_SPOKEN_CELL = re.compile(r"^[^\W\d_]+(?:[ \t]+[^\W\d_]+)*$")
+_BAR_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?")
+
+
+def _bar_cells(line: str) -> tuple[int, list[str]]:
+    """A bar table's row: the offset of its first cell in the line, and its cells (outer bars dropped)."""
+    lead = len(line) - len(line.lstrip())
+    inner = line.strip()
+    if inner.startswith("|"):
+        inner, lead = inner[1:], lead + 1
+    return lead, (inner[:-1] if inner.endswith("|") else inner).split("|")
+
+
+def _bar_table_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    """The cells under a credential column of a table drawn with bars (Markdown, Notion, Confluence): a header row
+    of names, one of them sensitive, a `|---|` row, then the rows with as many cells."""
+    lines = text.split("\n")
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    for i, line in enumerate(lines[:-2]):
+        if line.count("|") < 2 or not _BAR_SEPARATOR.fullmatch(lines[i + 1].rstrip("\r")):
+            continue
+        names = [cell.strip().strip("*_`") for cell in _bar_cells(line)[1]]
+        columns = {k for k, name in enumerate(names) if name and is_sensitive(name, sensitive)}
+        if not columns:
+            continue
+        for j in range(i + 2, len(lines)):
+            lead, cells = _bar_cells(lines[j])
+            if "|" not in lines[j] or len(cells) != len(names):
+                break
+            at = starts[j] + lead
+            for k, cell in enumerate(cells):
+                value = cell.strip().strip("`")
+                if k in columns and value and is_maskable(value) and (" " not in value or _SPOKEN_CELL.search(value) is None):
+                    begin = at + cell.index(value)
+                    yield begin, begin + len(value)
+                at += len(cell) + 1
+
+
+# A list of values under a label that names them and ends with a colon (`the two recovery codes I have left:`, then
+# one code per line): each line one token, bulleted or not, shaped like a password, a code or a random token.
+_LIST_LABEL_END = re.compile(r":[ \t]*\r?\n")
+_LISTED = re.compile(r"[ \t]*(?:[-*•+]|\d{1,2}[.)])?[ \t]*(?P<value>[^\s\-*•+]\S{7,127})[ \t]*\r?")
+_CODE_GROUPS = re.compile(r"(?=[^-]*\d)(?=[^-]*[A-Za-z])?[A-Za-z0-9]{4,}(?:-[A-Za-z0-9]{4,})+")
+
+
+def _listable(value: str) -> bool:
+    if _NOT_A_PASSWORD.match(value) or not is_maskable(value):
+        return False
+    codes = _CODE_GROUPS.fullmatch(value) is not None and _DIGIT_CHAR.search(value) is not None and _LETTER.search(value) is not None
+    return codes or _password_like(value) or looks_random(value)
+
+
+_LETTER = re.compile("[A-Za-z]")
+
+
+def _listed_spans(text: str, sensitive: frozenset[str], hint: re.Pattern[str]) -> Iterator[tuple[int, int]]:
+    for end in _LIST_LABEL_END.finditer(text):
+        colon = end.start()
+        line_start = text.rfind("\n", 0, colon) + 1
+        above = text.rfind("\n", 0, line_start - 1) + 1 if line_start else 0
+        label = text[max(above, colon - 240) : colon]
+        if not any(is_sensitive(text_name, sensitive) for text_name in (m.group() for m in hint.finditer(label))):
+            continue
+        at, listed_any = end.end(), False
+        while at < len(text):
+            line_end = text.find("\n", at)
+            line_end = len(text) if line_end == -1 else line_end
+            line = text[at:line_end]
+            if not line.strip():
+                if listed_any:
+                    break  # a blank line after the list ends it
+                at = line_end + 1
+                continue
+            listed = _LISTED.fullmatch(line)
+            value = listed.group("value").rstrip(_TRAILING) if listed else ""
+            if not value or not _listable(value):
+                break
+            yield at + listed.start("value"), at + listed.start("value") + len(value)
+            at, listed_any = line_end + 1, True

@@ -27,7 +27,14 @@ from urllib.parse import quote, quote_plus
 
 from state.detector_switch import fail_closed_enabled
 from state.failclosed import may_fail_closed
-from state.freetext import may_hold_login, random_token_near, value_spans
+from state.freetext import (
+    COMMANDS,
+    EXPECT_SIGN,
+    credential_shaped,
+    may_hold_login,
+    random_token_near,
+    value_spans,
+)
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
     MAX_SECRET_LENGTH,
     MIN_SECRET_LENGTH,
@@ -77,15 +84,9 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
         "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AIza",
         "sk_", "rk_", "sk-", "eyJ",
     )},
-    **{sign: re.compile(re.escape(sign)) for sign in ("mysql", "redis-cli", "sshpass", "curl", "pass:", "::add-mask::")},
-    # The other commands whose password arguments state.freetext reads (`_CLI`, `_CLI_FLAGS`), as whole words.
-    # A word starts after a non-word character or after a JSON escape (`\n` in a serialized event).
-    "snmp": re.compile(r"(?i)(?:(?<![\w-])|(?<=\\[nrt]))snmp[a-z]+(?![\w-])"),
-    "7z": re.compile(r"(?i)(?:(?<![\w-])|(?<=\\[nrt]))7z[ar]?(?![\w-])"),
-    **{sign: re.compile(r"(?i)(?:(?<![\w-])|(?<=\\[nrt]))" + re.escape(sign) + r"(?![\w-])") for sign in (
-        "zip", "unzip", "rar", "unrar", "openssl", "smbclient", "rpcclient", "smbmap", "smbget", "mount.cifs", "wpa_passphrase",
-    )},
-    "send: sending": None,
+    # The credential-taking commands and protocol lines state.freetext reads (its one table).
+    **{command.sign: command.confirm for command in COMMANDS},
+    EXPECT_SIGN: None,
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
 _PATTERN_HINT = re.compile(
@@ -114,7 +115,7 @@ _KEY = re.compile(
 _OPEN = {"{": "}", "[": "]", "(": ")"}
 _STOP_IN_STRUCTURE = ",}])\n"
 _STOP_BARE_ASSIGNMENT = " \t\n&;,'\"<>)]}"
-_TERMINATORS = ",}]);\n\r \t"
+_TERMINATORS = ",}]);\n\r \t`"
 
 
 def _line_bounds(text: str, pos: int) -> tuple[int, int]:
@@ -237,7 +238,10 @@ def _value_span(text: str, match: re.Match[str]) -> tuple[int, int] | None:
         return pos, _quoted_end(text, pos, quote_mark.group(0))
     if text[pos] in _OPEN:
         return pos, _bracket_end(text, pos)
-    if match.group("sep") == "=" and not match.group("sp") and text[match.end("sep") : pos] == "":
+    lead = match.group("lead") or ""
+    if lead[-1:] in ("\"", "'") and not match.group("trail"):
+        stops = lead[-1] + "\n"  # a header inside a quoted argument (`-H "Authorization: Bearer x"`) ends with it
+    elif match.group("sep") == "=" and not match.group("sp") and text[match.end("sep") : pos] == "":
         stops = _STOP_BARE_ASSIGNMENT
     elif _in_structure(text, line_start, match.start()):
         stops = _STOP_IN_STRUCTURE
@@ -288,7 +292,7 @@ def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None, ext
         spans.extend(value_spans(text, sensitive))
         spans.extend(_pattern_spans(text))
     # A value masked by key or form is masked wherever else the same text repeats it (prose quoting it).
-    own = {v for start, end in spans for v in _span_values(text[start:end]) if is_maskable(v)} | extra
+    own = {v for start, end in spans for v in _span_values(text[start:end], sensitive) if is_maskable(v)} | extra
     for value in own:
         at = text.find(value)
         while at != -1:
@@ -436,6 +440,23 @@ def redact_at(segments: Iterable[str | int], value: Any, sensitive: frozenset[st
 
 # -- finding secrets -----------------------------------------------------------------------------------------
 
+def _held_values(value: Any, sensitive: frozenset[str]) -> Iterator[str]:
+    """The secrets a sensitive key's value holds: a string or a list's strings whole; of a mapping, what its sensitive
+    keys hold and each leaf shaped like a credential (`{"enabled": true, "existingSecret": "redis-auth"}` under
+    `auth` holds none)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _held_values(item, sensitive)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if is_sensitive(str(key), sensitive):
+                yield from _held_values(item, sensitive)
+            else:
+                yield from (leaf for leaf in _leaves(item) if credential_shaped(leaf))
+
+
 def _leaves(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
@@ -448,26 +469,47 @@ def _leaves(value: Any) -> Iterator[str]:
 
 
 _QUOTED = re.compile(r"""\\*(["'])(.*?)\\*\1""")
-_LINE_VALUE = re.compile(r"""^(?:-[ \t]+)?(?:[\w"'.\-]+[ \t]*[:=]|(?i:bearer|basic|token|digest)[ \t])[ \t]*(.+)$""")
+_LINE_VALUE = re.compile(r"""^(?:-[ \t]+)?(?:(?P<key>[\w"'.\-]+)[ \t]*[:=]|(?i:bearer|basic|token|digest)[ \t])[ \t]*(?P<value>.+)$""")
+# A member of an inline structure (`{ name: payments-db, key: password }`, `{"user": "a", "pw": "b"}`).
+_MEMBER = re.compile(r"""\\*["']?(?P<key>[\w.\-]+)\\*["']?[ \t]*[:=][ \t]*(?:\\*(?P<mark>["'])(?P<quoted>.*?)\\*(?P=mark)|(?P<bare>[^\s"'{}\[\](),]+))""")
 _BARE = re.compile(r"""[:=][ \t]*([^\s"'{}\[\](),]+)""")
+_UNQUOTE = re.compile(r"""^\\*["'`]|\\*["'`]$""")
 
 
-def _span_values(span: str) -> Iterator[str]:
-    """The values inside a masked span: the span unquoted, or each quoted string/bare value of a structure."""
+def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
+    """The values a masked span holds: the span unquoted; in a structure or a block (a sensitive key's members),
+    each member under a sensitive key and each shaped like a credential, never a member's whole line (`auth:` over
+    `enabled: true` and `existingSecret: redis-auth` names no secret)."""
     stripped = span.strip()
     if stripped[:1] in _OPEN:
-        found = [m.group(2) for m in _QUOTED.finditer(stripped)]
-        yield from (v for v in found if v)
-        yield from (m.group(1) for m in _BARE.finditer(stripped))
+        keyed = 0
+        for member in _MEMBER.finditer(stripped):
+            keyed += 1
+            value = member.group("quoted") if member.group("quoted") is not None else member.group("bare")
+            if value and (is_sensitive(member.group("key"), sensitive) or credential_shaped(value)):
+                yield value
+        if not keyed:  # a list: its items are the key's values
+            yield from (m.group(2) for m in _QUOTED.finditer(stripped) if m.group(2))
+            yield from (m.group(1) for m in _BARE.finditer(stripped))
         return
-    unquoted = re.sub(r"""^\\*["'`]|\\*["'`]$""", "", stripped)
-    for line in unquoted.splitlines() if "\n" in unquoted else [unquoted]:
+    unquoted = _UNQUOTE.sub("", stripped)
+    if "\n" not in span.strip(" \t"):  # a block starts on the line after its key
+        yield unquoted
+        part = _LINE_VALUE.match(unquoted)  # `Bearer x` / `Basic x` header values: the value part too
+        if part and part.group("key") is None:
+            yield _UNQUOTE.sub("", part.group("value").strip())
+        return
+    for line in unquoted.splitlines():
         line = line.strip()
-        yield line
-        # `user: x` lines of a YAML block, and `Bearer x` / `Basic x` header values: the value part too.
         part = _LINE_VALUE.match(line)
-        if part:
-            yield re.sub(r"""^\\*["'`]|\\*["'`]$""", "", part.group(1).strip())
+        if part is None:
+            if line:
+                yield line  # a line of its own in a block: a key's body (a PEM line, a token)
+            continue
+        value = _UNQUOTE.sub("", part.group("value").strip())
+        key = part.group("key")
+        if key is None or is_sensitive(key.strip("\"'"), sensitive) or credential_shaped(value):
+            yield value
 
 
 def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
@@ -485,7 +527,7 @@ def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
     hint = key_hint(sensitive)
     if hint is not None and hint.search(text):
         for start, end in _key_spans(text, sensitive):
-            yield from _span_values(text[start:end])
+            yield from _span_values(text[start:end], sensitive)
     for start, end in value_spans(text, sensitive):
         yield text[start:end]
     for start, end in _pattern_spans(text):
@@ -507,7 +549,7 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
         paired = names_its_value(value, sensitive)
         for key, item in value.items():
             if is_sensitive(str(key), sensitive) or (paired and normalise_key(str(key)) in _VALUE_FIELDS):
-                found.update(leaf.strip() for leaf in _leaves(item))
+                found.update(leaf.strip() for leaf in _held_values(item, sensitive))
                 if parse_text:
                     for leaf in _leaves(item):
                         found.update(_text_secrets(leaf, sensitive))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
-from state.detection import detect_secrets, with_fail_closed
+from state.detection import detect_secrets, learnable, with_fail_closed
 from state.detector_switch import fail_closed_enabled
 from state.failclosed import may_fail_closed
 from state.models import KnownSecret
@@ -132,6 +132,8 @@ def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[s
     if fail_closed_enabled():
         # Fail-closed over the serialized event (keys label their values), JSON escapes read as spaces.
         found = with_fail_closed(unescaped or _JSON_ESCAPE.sub("  ", text), sensitive, found)
+    else:
+        found = learnable(found, sensitive)
     # Each name alone: one key is never the value of the key before it.
     for name in {kind, agent_id, *_keys(payload)}:
         if len(name) >= MIN_SECRET_LENGTH:

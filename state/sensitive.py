@@ -2,7 +2,7 @@
 
 A key is sensitive when one of its words is or ends in a sensitive name (`openai_api_key`, `PGPASSWORD`,
 `dbPassword` yes; `max_tokens`, `tokenizer` no). The short or common nouns in `LAST_WORD_NAMES` (`pass`, `pw`,
-`auth`, `session`, `cookie`, `otp`, `pin`, `bearer`, `dsn`) count only as the key's whole last word: `db_pass`,
+`auth`, `session`, `cookie`, `otp`, `totp`, `pin`, `bearer`, `dsn`) count only as the key's whole last word: `db_pass`,
 `X-Auth`, `user_session` are sensitive, `bypass`, `passed`, `author`, `session_count`, `cookie_policy` are not.
 """
 
@@ -66,7 +66,7 @@ MIN_SECRET_LENGTH = 6
 # Longer values are masked by key where they stand, not looked for elsewhere (a whole document is not a secret).
 MAX_SECRET_LENGTH = 4096
 # Names that are sensitive only as a key's whole last word (as a part of other words they mean something else).
-LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "pin", "bearer", "dsn", "psk"})
+LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "totp", "pin", "bearer", "dsn", "psk"})
 # Names that announce a value without making a key sensitive (`DEPLOY_KEY: …`, "the key for staging: …"): what
 # they name is a credential only when it looks random (`state.freetext.looks_random`); a cache key, a primary key
 # or `key: user.name` is not.
@@ -114,8 +114,13 @@ def key_hint(sensitive: frozenset[str]) -> re.Pattern[str] | None:
 
 
 _NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
-# A bare filesystem path (PWD=/home/ada, --token-file ./token.txt) names where a secret is, not the secret.
-_PATH = re.compile(r"(?:/|~/|\./|\.\./)[\w.\-/]*")
+# A bare filesystem path (PWD=/home/ada, --token-file ./token.txt) names where a secret is, not the secret; so
+# does a file's name or relative path (`config/settings.py`, `server.key`).
+_FILE_NAME = re.compile(
+    r"(?i)[\w.\-]+(?:/[\w.\-]+)*\.(?:py|js|ts|go|rs|rb|java|md|txt|json|ya?ml|toml|ini|cfg|conf|env|html?|css|png|jpe?g|log|sh"
+    r"|pem|key|crt|cer|p12|pfx|kdbx|gpg|asc)"
+)
+_PATH = re.compile(r"(?:/|~/|\./|\.\./)[\w.\-/]*|" + _FILE_NAME.pattern.removeprefix("(?i)"), re.I)
 _NOT_SECRETS = {"true", "false", "null", "none", "nil", "undefined", "redacted", "********"}
 
 

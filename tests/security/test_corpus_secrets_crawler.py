@@ -2,7 +2,7 @@
 
 A real delegation loop's workers return TUNE and HOLDOUT documents (shell sessions, config files, markup, HTTP
 traces, tables, next-line values) as free text under harmless keys, a worker writes some to the daily log
-through the memory API, and more arrive pushed as tool calls and logs (the blind parts HOLDOUT2 to HOLDOUT5
+through the memory API, and more arrive pushed as tool calls and logs (the blind parts HOLDOUT2 to HOLDOUT6
 too); a real DAG runs beside it. Then a viewer crawls every page, fragment, API answer and run socket, and a
 `memory:read` token searches and recalls: no TUNE or HOLDOUT value may be visible in any escaped form, and no
 blind value beyond what the detector misses in the document alone. The figure per part is printed
@@ -32,6 +32,7 @@ from tests.corpus.secrets.holdout2 import generate as holdout2
 from tests.corpus.secrets.holdout3 import generate as holdout3
 from tests.corpus.secrets.holdout4 import generate as holdout4
 from tests.corpus.secrets.holdout5 import generate as holdout5
+from tests.corpus.secrets.holdout6 import generate as holdout6
 from tests.corpus.secrets.tune import generate as tune
 from tests.factories import PASSWORD, make_experiment, make_member, make_token
 from tests.proofkit import login_cookie
@@ -44,7 +45,10 @@ TUNE_DOCS = [d for d in tune.documents(seed=4711, per_shape=2) if d.secrets]
 HOLDOUT_DOCS = [d for d in holdout.documents(seed=8086) if d.secrets]
 # Written blind later, each after the part before it was spent on the detector: what it misses is what the
 # design misses on text nobody tuned against (docs/redaction.md).
-BLIND_DOCS = {part.upper(): [d for d in module.documents() if d.secrets] for part, module in (("holdout2", holdout2), ("holdout3", holdout3), ("holdout4", holdout4), ("holdout5", holdout5))}
+BLIND_DOCS = {
+    part.upper(): [d for d in module.documents() if d.secrets]
+    for part, module in (("holdout2", holdout2), ("holdout3", holdout3), ("holdout4", holdout4), ("holdout5", holdout5), ("holdout6", holdout6))
+}
 
 
 def _visible(values: list[str], bodies: dict[str, str]) -> dict[str, list[str]]:

@@ -74,17 +74,20 @@ def test_an_event_whose_command_or_login_follows_a_line_break_is_learnt(payload:
 def test_a_line_of_repeated_command_words_is_read_once_per_line(monkeypatch):
     """50,000 `mysql` on one line used to make the flag regex scan on from each of them (minutes): the command's
     word is now looked for once per line, and a flag after its first occurrence is still found."""
+    import dataclasses
+
     from state import freetext
 
     searches = []
-    tool, flags = freetext._CLI_TOOLS[0]
+    mysql = freetext.COMMANDS[0]
+    assert mysql.sign == "mysql"
 
     class Counting:
         def search(self, text, *args):
             searches.append(args)
-            return tool.search(text, *args)
+            return mysql.word.search(text, *args)
 
-    monkeypatch.setattr(freetext, "_CLI_TOOLS", ((Counting(), flags),))
+    monkeypatch.setattr(freetext, "COMMANDS", (dataclasses.replace(mysql, word=Counting()),))
     text = "mysql " * 50000 + "-pQz8Lr2Wv\nmysql --password Rt5Lq9Xw2 db"
     assert {"Qz8Lr2Wv", "Rt5Lq9Xw2"} <= {text[s:e] for s, e in freetext._cli_spans(text)}
     assert len(searches) == 3  # the first line, the second line, and the end

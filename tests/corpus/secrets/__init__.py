@@ -1,13 +1,14 @@
 """A corpus of documents holding credentials, as tools and agents write them, for the secret detector.
 
-Six parts written by six generators: `tune` (the shapes the detector was tuned on; the property tests draw
+Seven parts written by seven generators: `tune` (the shapes the detector was tuned on; the property tests draw
 from it), `holdout` (other shapes, other value forms, another seed; written first and never looked at while
 tuning: its figure says how the detector does on text it never saw), `holdout2` (a second blind part, written
 later without reading the detector: shapes and value forms neither earlier part has) and `holdout3` (a third
 blind part, written after HOLDOUT and HOLDOUT2 were spent, with tools and formats none of the others use) and
 `holdout4` (a fourth, written after HOLDOUT3 was spent; its figures are printed, its misses never listed, so
 it stays blind for whoever tunes the detector) and `holdout5` (a fifth, written in round 7 by an author who read no
-detector file; kept blind as HOLDOUT4 is).
+detector file; kept blind as HOLDOUT4 is) and `holdout6` (a sixth, written in round 8 by an author who read
+no detector file; kept blind as HOLDOUT4 and HOLDOUT5 are).
 """
 
 from __future__ import annotations
