@@ -198,6 +198,9 @@ AWP_EMBEDDER = os.environ.get("AWP_EMBEDDER", "minilm")  # "minilm" | "none"
 # that stops is then reported by /healthz and semantic search answers 503 embedding_worker_down, rather than
 # loading the model into a web process. "optional" (default): with no worker, a process loads the model itself.
 AWP_EMBED_WORKER = os.environ.get("AWP_EMBED_WORKER", "optional")
+# The model's weights: "int8" (default; 50 MB less in the model's process and a third faster, same recall@10 on the
+# labelled set) or "float32" (the vectors of sentence-transformers). A change re-embeds every chunk.
+AWP_EMBED_WEIGHTS = os.environ.get("AWP_EMBED_WEIGHTS", "int8")
 # The worker starts the model's process when vectors are asked for and stops it after this many seconds without a
 # request (0: keeps it): an install at rest does not hold the model (~155 MB); the next search waits ~2 s for it.
 AWP_EMBED_IDLE_SECONDS = float(os.environ.get("AWP_EMBED_IDLE_SECONDS", "60"))

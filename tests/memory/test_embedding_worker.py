@@ -1,4 +1,5 @@
-"""The ONNX embedder gives sentence-transformers' vectors, and one process (awp_embed --loop) holds the model."""
+"""The ONNX embedder gives sentence-transformers' vectors on float32 weights and near ones on int8 (the default), and
+one process (awp_embed --loop) holds the model."""
 
 from __future__ import annotations
 
@@ -22,16 +23,34 @@ REFERENCE = {
 }  # fmt: skip
 
 
-def test_onnx_vectors_are_those_of_sentence_transformers() -> None:
+def _encoder(*, quantize: bool):
+    from memory.minilm_onnx import Encoder, weights_dir
+
+    return Encoder(embeddings.model_file(quantize=quantize), weights_dir() / "tokenizer.json")
+
+
+def test_int8_vectors_are_near_float32_ones_and_each_text_keeps_its_own() -> None:
+    texts = [*REFERENCE, "short", "word " * 400, "a middle-sized text about workers and their blackboard " * 5, "ünïcode — 42"]
+    full, int8 = _encoder(quantize=False).encode(texts), _encoder(quantize=True).encode(texts)
+    assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    assert float((full * int8).sum(axis=1).min()) > 0.85  # 0.94-0.98 on prose, 0.88 on `word word …`: a model name of their own
+    alone = np.array([_encoder(quantize=True).encode([text])[0] for text in texts[:3]])
+    assert np.array_equal(alone, int8[:3])  # a text's vector does not depend on the texts batched with it
+    assert embeddings.current_model_name() != embeddings.MODEL_NAME  # int8 by default, stored under a name of its own
+
+
+def test_onnx_float32_vectors_are_those_of_sentence_transformers(settings) -> None:
+    settings.AWP_EMBED_WEIGHTS = "float32"
+    assert embeddings.current_model_name() == embeddings.MODEL_NAME
     texts = list(REFERENCE)
-    vectors = np.array(embeddings.embed_texts(texts))
+    vectors = _encoder(quantize=False).encode(texts)
     assert vectors.shape == (2, embeddings.DIMENSIONS)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     for text, vector in zip(texts, vectors, strict=True):
         assert np.allclose(vector[:8], REFERENCE[text], atol=2e-5), (text, vector[:8])
     assert abs(float(vectors[0] @ vectors[1]) - 0.286985) < 1e-4
     # The same text embedded alone or in a padded batch gives the same vector.
-    assert np.allclose(embeddings.embed_query(texts[1]), vectors[1], atol=1e-5)
+    assert np.allclose(_encoder(quantize=False).encode([texts[1]])[0], vectors[1], atol=1e-5)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -69,13 +88,15 @@ def test_a_fresh_data_dir_builds_the_graph_from_the_wheel(settings, tmp_path) ->
     from memory.minilm_onnx import Encoder, weights_dir
 
     settings.AWP_DATA_DIR = tmp_path
-    built = embeddings.model_file()
+    built = embeddings.model_file(quantize=False)
     assert built.parent == tmp_path / "models" and built.stat().st_size > 80_000_000
     assert not [p for p in built.parent.iterdir() if p.name.endswith(".tmp")]  # written atomically
     text = next(iter(REFERENCE))
     vector = Encoder(built, weights_dir() / "tokenizer.json").encode([text])[0]
     assert np.allclose(vector[:8], REFERENCE[text], atol=2e-5)
-    assert embeddings.model_file() == built  # built once
+    assert embeddings.model_file(quantize=False) == built  # built once
+    int8 = embeddings.model_file()  # the default: int8 weights, a quarter of the size
+    assert int8 != built and 15_000_000 < int8.stat().st_size < 30_000_000
 
 
 def test_the_model_process_starts_on_demand_stops_when_idle_and_starts_again() -> None:
@@ -86,7 +107,7 @@ def test_the_model_process_starts_on_demand_stops_when_idle_and_starts_again() -
         texts = list(REFERENCE)
         vectors = host.encode(texts)
         assert host.state == embeddings.READY and vectors.shape == (2, embeddings.DIMENSIONS)
-        assert np.allclose(vectors[0][:8], REFERENCE[texts[0]], atol=2e-5)
+        assert np.allclose(vectors, _encoder(quantize=embeddings.int8_weights()).encode(texts), atol=1e-5)
         first = host._proc
         assert first is not None and first.poll() is None
         wait_until(lambda: host.state == embeddings.STOPPED, timeout=60, what="the idle model process stops")
