@@ -23,6 +23,7 @@ A text whose tokens never switch kind often enough costs one translate and one r
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 
@@ -99,7 +100,29 @@ _PLACEHOLDER = re.compile(
     r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)|[a-z]{2,8}[_-])$"
 )
 # A public block: its body is no secret.
-_PUBLIC_BLOCK = re.compile(r"-----BEGIN (?![^-\n]*PRIVATE)([A-Z0-9 ]+)-----.*?-----END \1-----", re.S)
+_BLOCK_BEGIN = re.compile(r"-----BEGIN (?![^-\n]*PRIVATE)([A-Z0-9 ]+)-----")
+_BLOCK_END = re.compile(r"-----END ([A-Z0-9 ]+)-----")
+
+
+def public_blocks(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each non-private `BEGIN … END` block, in order: a BEGIN ends at the next END marker, when it
+    names the same kind (found by bisection: a lazy `.*?` to the END scanned on from every BEGIN, quadratic on a
+    text of BEGIN lines)."""
+    ends = list(_BLOCK_END.finditer(text))
+    end_starts = [end.start() for end in ends]
+    blocks: list[tuple[int, int]] = []
+    for begin in _BLOCK_BEGIN.finditer(text):
+        if blocks and begin.start() < blocks[-1][1]:
+            continue
+        i = bisect.bisect_left(end_starts, begin.end())
+        if i < len(ends) and ends[i].group(1) == begin.group(1):
+            blocks.append((begin.start(), ends[i].end()))
+    return blocks
+
+
+def _in_blocks(blocks: list[tuple[int, int]], starts: list[int], pos: int) -> bool:
+    i = bisect.bisect_right(starts, pos) - 1
+    return i >= 0 and pos < blocks[i][1]
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh|ecdsa)-[\w@.-]+)[ \t]+$")
 _JWK_PRIVATE = re.compile(r"""["'](?:d|p|q|dp|dq|qi|k)["'][ \t]*:""")
 
@@ -294,14 +317,15 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
     """Where random-looking values in no harmless form stand (a token among `found`, already learnt, skipped)."""
     translated = " " + text.translate(_TABLE)  # offsets in `translated` are one more than in `text`
-    blocks = [m.span() for m in _PUBLIC_BLOCK.finditer(text)] if "-----BEGIN" in text else []
+    blocks = public_blocks(text) if "-----BEGIN" in text else []
+    block_starts = [b0 for b0, _ in blocks]
     for stretch in _STRETCH.finditer(translated):
         start, end = stretch.start(), stretch.end() - 1  # the space before it is not part of it
         while start < end and text[start] in _LEAD:
             start += 1
         while end > start and text[end - 1] in _TRAIL:
             end -= 1
-        if end - start < MIN_LENGTH or text[start:end] in found or any(b0 <= start < b1 for b0, b1 in blocks):
+        if end - start < MIN_LENGTH or text[start:end] in found or (blocks and _in_blocks(blocks, block_starts, start)):
             continue
         for piece_start, piece_end in _pieces(text, start, end):
             while piece_end > piece_start and text[piece_end - 1] in _TRAIL:

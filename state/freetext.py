@@ -92,8 +92,9 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     _form("pass:", r"pass:\S", r"[ \t]-pass(?:in|out)?[ \t]+pass:(?P<secret>\S+)"),
     _form("::add-mask::", r"::add-mask::", r"::add-mask::(?P<secret>\S+)"),
     _form("wpa_passphrase", _AT_WORD + r"wpa_passphrase[ \t]",
-          r"\bwpa_passphrase[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+(?P<q>['\"]?)(?P<secret>[^'\"\n]+?)(?P=q)(?=[ \t]*(?:[|>]|$))"),
-    _form("wifi:", r"WIFI:[^\n]*?P:", r"WIFI:(?:(?:\\.|[^;\\\n])*;)*?P:(?P<secret>(?:\\.|[^;\\\n])+)"),
+          r"\bwpa_passphrase[ \t]+(?:\"[^\"\n]{0,64}\"|'[^'\n]{0,64}'|\S{1,64})[ \t]+(?P<q>['\"]?)(?P<secret>[^'\"\n]{1,128}?)(?P=q)(?=[ \t]*(?:[|>]|$))"),
+    # A QR payload is short: its fields' reach is bounded (on one long line an unbounded one scanned on from each WIFI:).
+    _form("wifi:", r"WIFI:[^\n]{0,512}?P:", r"WIFI:(?:(?:\\.|[^;\\\n]){0,128};){0,8}?P:(?P<secret>(?:\\.|[^;\\\n]){1,128})"),
     _form(" login ", r"(?i: login )\S+ \S", r"^[ \t]*[A-Za-z0-9.]{1,12} (?i:LOGIN) (?:\"[^\"\n]*\"|\S+) (?P<q>\"?)(?P<secret>(?(q)[^\"\n]+|\S+))(?P=q)[ \t]*$"),
     _form("pass ", r"PASS \S", r"^[ \t]*PASS (?P<secret>\S+)[ \t]*$"),
     _form("auth plain ", r"(?i:auth plain )[A-Za-z0-9+/]", r"^[ \t]*(?i:AUTH PLAIN) (?P<secret>[A-Za-z0-9+/]{8,}={0,2})[ \t]*$"),
@@ -183,14 +184,24 @@ _DOMAIN_END = re.compile(r"(?i)\.(?:com|org|net|io|dev|app|local|internal|lan|ed
 
 def _password_like(value: str) -> bool:
     """Three kinds of characters (`Basalt/quasar/Krypton/49`), or a word chain with a number in it."""
-    kinds = sum((_LOWER_CHAR.search(value) is not None, _UPPER_CHAR.search(value) is not None, _DIGIT_CHAR.search(value) is not None, _MARK_CHAR.search(value) is not None))
-    if kinds >= 3:
+    if sum(char_kinds(value, capital=True)) >= 3:
         return True
     return _WORD_CHAIN.fullmatch(value) is not None and _DIGIT_CHAR.search(value) is not None and not _DOMAIN_END.search(value)
 
 
-_LOWER_CHAR, _UPPER_CHAR, _DIGIT_CHAR = re.compile("[a-z]"), re.compile("[A-Z]"), re.compile("[0-9]")
-_MARK_CHAR = re.compile(r"[^\w.\-]")
+_DIGIT_CHAR = re.compile("[0-9]")
+
+
+def char_kinds(value: str, *, capital: bool = False) -> tuple[bool, bool, bool, bool]:
+    """Which kinds of characters a value holds: lower case, upper case (a capital first letter only with
+    `capital`: `Berlin` is a word, `Sunflower2931` after `admin /` a password), digit, symbol (anything but a
+    letter, a digit or `_-.`). The one count the free-text rules judge values by."""
+    return (
+        any(c.islower() for c in value),
+        any(c.isupper() for c in (value if capital else value[1:])),
+        any(c.isdigit() for c in value),
+        any(not c.isalnum() and c not in "_-." for c in value),
+    )
 
 
 _COOKIE = re.compile(r"(?im)^[ \t]*(?P<set>set-)?cookie[ \t]*:[ \t]*(?P<pairs>[^\n]+)$")
@@ -202,19 +213,14 @@ _NAME_CHARS = re.compile(r"[.\-]|(?![\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf9
 def _looks_secret(value: str) -> bool:
     """Two kinds of characters at least (lower, upper, digit, symbol other than `_-.`): a credential, not a word
     of prose or an identifier (`policy`, `api_key`, `Berlin`)."""
-    kinds = (
-        any(c.islower() for c in value),
-        any(c.isupper() for c in value[1:]),
-        any(c.isdigit() for c in value),
-        any(not c.isalnum() and c not in "_-." for c in value),
-    )
-    return sum(kinds) >= 2 and not value.startswith(("http://", "https://", "/", "$", "{", "%"))
+    return sum(char_kinds(value)) >= 2 and not value.startswith(("http://", "https://", "/", "$", "{", "%"))
 
 
 def credential_shaped(value: str) -> bool:
     """Two kinds of characters with a digit or a symbol among them (`hunter2hunter`, `Xk9!`): a value that may be a
     credential whatever names it, not a word, a name or a CamelCase identifier (`redis-auth`, `ClusterSecretStore`)."""
-    return _looks_secret(value) and any(c.isdigit() or not c.isalnum() and c not in "_-." for c in value)
+    _, _, digit, symbol = char_kinds(value)
+    return (digit or symbol) and _looks_secret(value)
 
 
 # Each character as its kind: a lower-case letter, an upper-case letter, a digit; separators (`_-.:/`) dropped;
@@ -309,13 +315,16 @@ def _bare_value(text: str, at: int) -> tuple[int, int] | None:
 def _in_prose(text: str, pos: int) -> bool:
     """Whether the line ending at pos is a sentence (four words or more), not a key and its value (`property:
     password`)."""
-    line_start = text.rfind("\n", 0, pos) + 1
-    return len(text[line_start:pos].split()) >= 4
+    line_start = text.rfind("\n", max(0, pos - 200), pos) + 1
+    return len(text[max(line_start, pos - 200) : pos].split()) >= 4  # bounded: it runs for every name
 
 
 def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     """(start, end) of the value a name announces later on its line (after a colon), or on the next line."""
-    match = _ANNOUNCED.match(text, pos) or (_WRAPPED.match(text, pos) if _in_prose(text, pos) else None)
+    match = _ANNOUNCED.match(text, pos)
+    if match is None:
+        wrapped = _WRAPPED.match(text, pos)
+        match = wrapped if wrapped is not None and _in_prose(text, pos) else None
     if match is None:
         return None
     at = match.end()
@@ -336,11 +345,16 @@ def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     return (start, end) if not text[end:line_end].strip() else None
 
 
+NAME_REACH = 128  # how far a name reaches each way from a hint (a longer run of word characters is no name)
+
+
 def _name_at(text: str, start: int, end: int) -> tuple[int, int]:
-    """The whole name (word characters, `-` and `.`) around a hint match."""
-    while start > 0 and _NAME_CHARS.match(text, start - 1):
+    """The whole name (word characters, `-` and `.`) around a hint match, at most NAME_REACH each way (from every
+    `password` of `passwordpassword…` the name ran to both ends of the run: 10 KB took 1.5 s, quadratic)."""
+    low, high = max(0, start - NAME_REACH), min(len(text), end + NAME_REACH)
+    while start > low and _NAME_CHARS.match(text, start - 1):
         start -= 1
-    while end < len(text) and _NAME_CHARS.match(text, end):
+    while end < high and _NAME_CHARS.match(text, end):
         end += 1
     return start, end
 
@@ -386,9 +400,9 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         end = len(text) if end == -1 else end
         return (at, end, True) if end > at and "\n" not in text[at:end] else None
     if kind == "next":
-        line_start = text.rfind("\n", 0, name_start) + 1
-        if text[line_start:name_start].strip(_LABEL_DECORATION):
-            return None  # the name ends a line it does not start (`…/shop-db-password`): it labels nothing below
+        line_start = text.rfind("\n", max(0, name_start - 200), name_start) + 1
+        if join.group(0).strip(" \t\r\n") == "" and text[max(line_start, name_start - 200) : name_start].strip(_LABEL_DECORATION):
+            return None  # a name that ends a line it does not start, without a colon (`…/shop-db-password`), labels nothing below
         # A dump's typed string on the line under its key (PHP's `["password"]=>` then `string(25) "…"`).
         typed = _TYPED_STRING.match(text, at)
         if typed:
@@ -430,6 +444,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     if hint is not None:
         checked = -1
         for match in hint.finditer(text):
+            if match.end() <= checked:
+                continue  # inside the name looked at last
             start, end = _name_at(text, *match.span())
             if end <= checked:
                 continue
@@ -467,7 +483,10 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
     takes the rest of its row, so a `:` in a password keeps its row)."""
     lines = text.split("\n")
     starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    next_free = 0  # a table's rows are no headers: each line is read once (`a,password,b` repeated was quadratic)
     for i, line in enumerate(lines[:-1]):
+        if i < next_free:
+            continue
         header = line.lstrip("#/ \t")
         for delimiter in _TABLE_DELIMITERS:
             if header.count(delimiter) < 2:
@@ -476,7 +495,8 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
             columns = [k for k, name in enumerate(names) if is_sensitive(name, sensitive)]
             if not columns or not all(_HEADER_CELL.fullmatch(name) for name in names):
                 continue
-            for j in range(i + 1, len(lines)):
+            j = i + 1
+            while j < len(lines):
                 cells = lines[j].split(delimiter, len(names) - 1)
                 if len(cells) != len(names) or lines[j].lstrip().startswith("#"):
                     break
@@ -487,6 +507,8 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
                         begin = at + cell.index(value)
                         yield begin, begin + len(value)
                     at += len(cell) + 1
+                j += 1
+            next_free = j
             break
 
 
@@ -523,16 +545,19 @@ def _bar_table_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int
     of names, one of them sensitive, a `|---|` row, then the rows with as many cells."""
     lines = text.split("\n")
     starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    next_free = 0  # each line is read once: a table ends where the next one's header starts
     for i, line in enumerate(lines[:-2]):
-        if line.count("|") < 2 or not _BAR_SEPARATOR.fullmatch(lines[i + 1].rstrip("\r")):
+        if i < next_free or line.count("|") < 2 or not _BAR_SEPARATOR.fullmatch(lines[i + 1].rstrip("\r")):
             continue
         names = [cell.strip().strip("*_`") for cell in _bar_cells(line)[1]]
         columns = {k for k, name in enumerate(names) if name and is_sensitive(name, sensitive)}
         if not columns:
             continue
+        next_free = len(lines)
         for j in range(i + 2, len(lines)):
             lead, cells = _bar_cells(lines[j])
-            if "|" not in lines[j] or len(cells) != len(names):
+            if "|" not in lines[j] or len(cells) != len(names) or j + 1 < len(lines) and _BAR_SEPARATOR.fullmatch(lines[j + 1].rstrip("\r")):
+                next_free = j
                 break
             at = starts[j] + lead
             for k, cell in enumerate(cells):

@@ -176,3 +176,76 @@ def test_any_cell_of_a_password_column_is_masked_and_the_rest_stays(password, lo
     assert password not in masked
     assert login in masked
     assert "| Service | Login | Password |" in masked
+
+
+@pytest.mark.parametrize(
+    ("unit", "reader", "per_line"),
+    [
+        ("a,password,b\n", "_column_spans", "is_sensitive"),
+        ("| x | password |\n|---|---|\n", "_bar_table_spans", "_bar_cells"),
+        ("| password |\n| --- |\n| Zq8!Lr2Wv9 |\n", "_bar_table_spans", "_bar_cells"),
+    ],
+    ids=["csv rows", "bar tables", "bar tables with a row"],
+)
+def test_a_table_is_read_once_whatever_its_rows_repeat(monkeypatch, unit, reader, per_line):
+    """A row shaped like its header was read again as the header of a table running to the end of the text: 50 KB
+    of `a,password,b` lines took 13 s, of `| password |` tables 11 s (quadratic, and an ingest token can send
+    them). Each line is now looked at a bounded number of times."""
+    from state import freetext
+
+    calls = []
+    original = getattr(freetext, per_line)
+
+    def counting(*args):
+        calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(freetext, per_line, counting)
+    text = unit * 2000
+    spans = list(getattr(freetext, reader)(text, SENSITIVE))
+    assert len(calls) <= 2 * text.count("\n") + 12, len(calls)  # linear: was about lines² / 2
+    # The rows' cells are still found (a header is no row).
+    assert bool(spans) == ("Zq8" in unit or "," in unit)
+
+
+def test_a_run_of_names_is_read_once(monkeypatch):
+    """From every `password` of `passwordpassword…` the name ran to both ends of the run (10 KB: 1.5 s, 200 KB: about
+    ten minutes). A name reaches NAME_REACH characters each way, and a hint inside the last name is skipped."""
+    from state import freetext
+
+    calls = []
+    chars = freetext._NAME_CHARS
+
+    class Counting:
+        def match(self, *args):
+            calls.append(args)
+            return chars.match(*args)
+
+    monkeypatch.setattr(freetext, "_NAME_CHARS", Counting())
+    text = "password" * 1250
+    list(freetext.value_spans(text, SENSITIVE))
+    # Linear: it was 12.5 million (a name per hint, each one the whole run).
+    assert len(calls) <= 4 * len(text), len(calls)
+
+
+def test_public_blocks_are_found_by_bisection(monkeypatch):
+    from state import failclosed
+
+    text = (
+        "-----BEGIN CERTIFICATE-----\nMIIBkTCB\n-----END CERTIFICATE-----\n"
+        "-----BEGIN PGP SIGNATURE-----\niQEzBAAB\n-----END CERTIFICATE-----\n"  # another kind's END: no block
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIB\n-----END PRIVATE KEY-----\n"
+    )
+    blocks = failclosed.public_blocks(text)
+    assert [text[a:b].split("\n")[0] for a, b in blocks] == ["-----BEGIN CERTIFICATE-----"]
+    ends = []
+    pattern = failclosed._BLOCK_END
+
+    class Counting:
+        def finditer(self, *args):
+            ends.append(args)
+            return pattern.finditer(*args)
+
+    monkeypatch.setattr(failclosed, "_BLOCK_END", Counting())
+    failclosed.public_blocks("-----BEGIN SSH SIGNATURE----- " * 5000)
+    assert len(ends) == 1  # the END markers are read once, not once per BEGIN
