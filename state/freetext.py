@@ -21,7 +21,15 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from state.sensitive import ANNOUNCING_NAMES, REDACTED, is_maskable, is_sensitive, key_hint, normalise_key
+from state.sensitive import (
+    ANNOUNCING_NAMES,
+    FILE_NAME,
+    REDACTED,
+    is_maskable,
+    is_sensitive,
+    key_hint,
+    normalise_key,
+)
 
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
@@ -95,7 +103,8 @@ COMMANDS: tuple[CredentialCommand, ...] = (
           r"\bwpa_passphrase[ \t]+(?:\"[^\"\n]{0,64}\"|'[^'\n]{0,64}'|\S{1,64})[ \t]+(?P<q>['\"]?)(?P<secret>[^'\"\n]{1,128}?)(?P=q)(?=[ \t]*(?:[|>]|$))"),
     # A QR payload is short: its fields' reach is bounded (on one long line an unbounded one scanned on from each WIFI:).
     _form("wifi:", r"WIFI:[^\n]{0,512}?P:", r"WIFI:(?:(?:\\.|[^;\\\n]){0,128};){0,8}?P:(?P<secret>(?:\\.|[^;\\\n]){1,128})"),
-    _form(" login ", r"(?i: login )\S+ \S", r"^[ \t]*[A-Za-z0-9.]{1,12} (?i:LOGIN) (?:\"[^\"\n]*\"|\S+) (?P<q>\"?)(?P<secret>(?(q)[^\"\n]+|\S+))(?P=q)[ \t]*$"),
+    # An IMAP command: a tag (`a1`, `A0001`), LOGIN, the user and the password, each maybe quoted.
+    _form(" login ", r"(?i: login )\S+ \S", r"^[ \t]*[A-Za-z]{0,4}\d{1,8} (?i:LOGIN) (?:\"[^\"\n]*\"|\S+) (?P<q>\")?(?P<secret>(?(q)[^\"\n]+|\S+))(?(q)\")[ \t]*$"),
     _form("pass ", r"PASS \S", r"^[ \t]*PASS (?P<secret>\S+)[ \t]*$"),
     _form("auth plain ", r"(?i:auth plain )[A-Za-z0-9+/]", r"^[ \t]*(?i:AUTH PLAIN) (?P<secret>[A-Za-z0-9+/]{8,}={0,2})[ \t]*$"),
 )  # fmt: skip
@@ -383,7 +392,9 @@ def _pair_value(text: str, start: int, end: int) -> tuple[int, int] | None:
 
 def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] | None:
     """(start, end, strong) of the value after a name ending at pos; strong when the join says it is a value."""
+    subscript = False
     while pos < len(text) and text[pos] in "\"'`*_]":
+        subscript = subscript or text[pos] == "]"
         pos += 1
     join = _JOIN.match(text, pos)
     if join is None:
@@ -415,6 +426,8 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
     if bare is None:
         return None
     start, end = bare
+    if subscript and kind == "eq":
+        return start, end, False  # `session[KEY] = backend`: code assigns a name; a credential must look like one
     if kind == "next":
         # A name on its own line: the value is the whole next line, one token.
         line_end = text.find("\n", at)
@@ -424,12 +437,17 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
     return start, end, kind in ("attr", "eq")
 
 
+_CODE_NAME = re.compile(r"[A-Za-z_][\w.]*")
+
+
 def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], announcing: bool) -> bool:
     """Whether the value found after the name at text[start:end] is a credential."""
     value_start, value_end, strong = found
     value = text[value_start:value_end]
-    if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value):
+    if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value) or FILE_NAME.fullmatch(value):
         return False
+    if text.startswith(("(", "["), value_end) and _CODE_NAME.fullmatch(value):
+        return False  # a call or a subscript in code (`headers["Authorization"] = _basic_auth_str(…)`), no literal
     if announcing:
         # A name that is not sensitive names a credential only when the value could be nothing else.
         return value_start - end <= ANNOUNCED_GAP and looks_random(value)
@@ -575,8 +593,12 @@ _LISTED = re.compile(r"[ \t]*(?:[-*•+]|\d{1,2}[.)])?[ \t]*(?P<value>[^\s\-*•
 _CODE_GROUPS = re.compile(r"(?=[^-]*\d)(?=[^-]*[A-Za-z])?[A-Za-z0-9]{4,}(?:-[A-Za-z0-9]{4,})+")
 
 
+# A line that opens a block of code: what follows is code, not a list of values.
+_BLOCK_OPENER = re.compile(r"[ \t]*(?:try|else|finally|except\b.*|(?:el)?if\b.*|for\b.*|while\b.*|with\b.*|def\b.*|class\b.*|case\b.*|match\b.*|[\w.]+\(.*\)):$")
+
+
 def _listable(value: str) -> bool:
-    if _NOT_A_PASSWORD.match(value) or not is_maskable(value):
+    if _NOT_A_PASSWORD.match(value) or not is_maskable(value) or "(" in value:
         return False
     codes = _CODE_GROUPS.fullmatch(value) is not None and _DIGIT_CHAR.search(value) is not None and _LETTER.search(value) is not None
     return codes or _password_like(value) or looks_random(value)
@@ -591,7 +613,10 @@ def _listed_spans(text: str, sensitive: frozenset[str], hint: re.Pattern[str]) -
         line_start = text.rfind("\n", 0, colon) + 1
         above = text.rfind("\n", 0, line_start - 1) + 1 if line_start else 0
         label = text[max(above, colon - 240) : colon]
-        if not any(is_sensitive(text_name, sensitive) for text_name in (m.group() for m in hint.finditer(label))):
+        if _BLOCK_OPENER.match(text, line_start, colon + 1):
+            continue  # a block of code (`try:`, `else:`, `if x:`), not a label
+        names = (label[slice(*_name_at(label, *m.span()))] for m in hint.finditer(label))  # whole words: not `auth` of `authentication`
+        if not any(is_sensitive(name, sensitive) for name in names):
             continue
         at, listed_any = end.end(), False
         while at < len(text):

@@ -36,6 +36,7 @@ from state.freetext import (
     value_spans,
 )
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
+    FILE_NAME,
     MAX_SECRET_LENGTH,
     MIN_SECRET_LENGTH,
     REDACTED,
@@ -503,8 +504,8 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
         line = line.strip()
         part = _LINE_VALUE.match(line)
         if part is None:
-            if line:
-                yield line  # a line of its own in a block: a key's body (a PEM line, a token)
+            if line and not FILE_NAME.fullmatch(line):
+                yield line  # a line of its own in a block: a key's body (a PEM line, a token), not a file's name
             continue
         value = _UNQUOTE.sub("", part.group("value").strip())
         key = part.group("key")

@@ -114,13 +114,14 @@ def key_hint(sensitive: frozenset[str]) -> re.Pattern[str] | None:
 
 
 _NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)?\.?\d+(?:[eE][-+]?\d+)?%?")
-# A bare filesystem path (PWD=/home/ada, --token-file ./token.txt) names where a secret is, not the secret; so
-# does a file's name or relative path (`config/settings.py`, `server.key`).
-_FILE_NAME = re.compile(
-    r"(?i)[\w.\-]+(?:/[\w.\-]+)*\.(?:py|js|ts|go|rs|rb|java|md|txt|json|ya?ml|toml|ini|cfg|conf|env|html?|css|png|jpe?g|log|sh"
+# A bare filesystem path (PWD=/home/ada, --token-file ./token.txt) names where a secret is, not the secret.
+_PATH = re.compile(r"(?:/|~/|\./|\.\./)[\w.\-/]*")
+# A file's name or relative path (`config/settings.py`, `server.key`): after a credential word in free text, where
+# the credential is kept, not the credential (a value under a key may still be one: `"pw": "Qz7.json"`).
+FILE_NAME = re.compile(
+    r"[\w.\-]+(?:/[\w.\-]+)*\.(?:py|js|ts|go|rs|rb|java|md|txt|json|ya?ml|toml|ini|cfg|conf|env|html?|css|png|jpe?g|log|sh"
     r"|pem|key|crt|cer|p12|pfx|kdbx|gpg|asc)"
 )
-_PATH = re.compile(r"(?:/|~/|\./|\.\./)[\w.\-/]*|" + _FILE_NAME.pattern.removeprefix("(?i)"), re.I)
 _NOT_SECRETS = {"true", "false", "null", "none", "nil", "undefined", "redacted", "********"}
 
 
