@@ -404,7 +404,7 @@ _REFERENCE = re.compile(
     | (?:[\w.\-]+=)?[\w.@\-]+:(?:/[\w.\-]+)+$                                              # id:/path
     | [a-z][a-z_\-]*(?:/[a-z][a-z_\-]*){2,}$                                             # a store's path of words
     | \((?:sensitive(?:\ value)?|known\ after\ apply)\)$                                # Terraform's plan
-    | _[A-Za-z_]\w*$                                                                    # a private name in code
+    | _[a-z][a-z0-9]*(?:_[a-z0-9]+)*$                                                   # a private name in code
     """
 )
 # One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).

@@ -446,7 +446,7 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
     value = text[value_start:value_end]
     if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value) or FILE_NAME.fullmatch(value):
         return False
-    if text.startswith(("(", "["), value_end) and _CODE_NAME.fullmatch(value):
+    if text.startswith(("(", "["), value_end) and _CODE_NAME.fullmatch(value) and not credential_shaped(value):
         return False  # a call or a subscript in code (`headers["Authorization"] = _basic_auth_str(…)`), no literal
     if announcing:
         # A name that is not sensitive names a credential only when the value could be nothing else.
@@ -594,11 +594,13 @@ _CODE_GROUPS = re.compile(r"(?=[^-]*\d)(?=[^-]*[A-Za-z])?[A-Za-z0-9]{4,}(?:-[A-Z
 
 
 # A line that opens a block of code: what follows is code, not a list of values.
-_BLOCK_OPENER = re.compile(r"[ \t]*(?:try|else|finally|except\b.*|(?:el)?if\b.*|for\b.*|while\b.*|with\b.*|def\b.*|class\b.*|case\b.*|match\b.*|[\w.]+\(.*\)):$")
+_BLOCK_OPENER = re.compile(r"[ \t]*(?:try|else|finally|except\b.*|(?:el)?if\b.*|for\b.*|while\b.*|with\b.*|def\b.*|class\b.*|case\b.*|match\b.*):$")
+# A call in code (`sys.exit(1)`, `self.save(must_create=True)`), not a generated password that holds a parenthesis.
+_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)")
 
 
 def _listable(value: str) -> bool:
-    if _NOT_A_PASSWORD.match(value) or not is_maskable(value) or "(" in value:
+    if _NOT_A_PASSWORD.match(value) or not is_maskable(value) or _CALL.fullmatch(value):
         return False
     codes = _CODE_GROUPS.fullmatch(value) is not None and _DIGIT_CHAR.search(value) is not None and _LETTER.search(value) is not None
     return codes or _password_like(value) or looks_random(value)
@@ -615,8 +617,9 @@ def _listed_spans(text: str, sensitive: frozenset[str], hint: re.Pattern[str]) -
         label = text[max(above, colon - 240) : colon]
         if _BLOCK_OPENER.match(text, line_start, colon + 1):
             continue  # a block of code (`try:`, `else:`, `if x:`), not a label
-        names = (label[slice(*_name_at(label, *m.span()))] for m in hint.finditer(label))  # whole words: not `auth` of `authentication`
-        if not any(is_sensitive(name, sensitive) for name in names):
+        # Whole words, plurals too (`passwords:`), not `auth` of `authentication`.
+        names = (label[slice(*_name_at(label, *m.span()))] for m in hint.finditer(label))
+        if not any(is_sensitive(name, sensitive) or name[-1:] in "sS" and is_sensitive(name[:-1], sensitive) for name in names):
             continue
         at, listed_any = end.end(), False
         while at < len(text):
@@ -629,7 +632,9 @@ def _listed_spans(text: str, sensitive: frozenset[str], hint: re.Pattern[str]) -
                 at = line_end + 1
                 continue
             listed = _LISTED.fullmatch(line)
-            value = listed.group("value").rstrip(_TRAILING) if listed else ""
+            value = listed.group("value") if listed else ""  # a token alone on its line: no sentence to end
+            if value.endswith(":"):
+                break  # a key that opens a block, not a value
             if not value or not _listable(value):
                 break
             yield at + listed.start("value"), at + listed.start("value") + len(value)

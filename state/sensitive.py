@@ -203,6 +203,16 @@ def _after_escape(text: str, start: int) -> bool:
     return _ESCAPE.fullmatch(text, max(0, start - 6), start) is not None or _ESCAPE.fullmatch(text, max(0, start - 2), start) is not None
 
 
+def _plural_label(text: str, at: int, rule: int) -> bool:
+    """A name in the plural that labels a list (`Passwords:`, `recovery tokens for the bot:`): an `s` ending the
+    word, and a colon later on its line (a plural in prose or a JSON key, `"tokens": 900`, stays closed)."""
+    after = text[at + 1 : at + 2]
+    if rule == ANNOUNCING or text[at : at + 1] not in ("s", "S") or after in _WORD_CHARS or after in ("\"", "'", "\\"):
+        return False
+    line_end = text.find("\n", at, at + 240)
+    return text.find(":", at + 1, at + 240 if line_end == -1 else line_end) != -1
+
+
 def names_a_credential(text: str, sensitive: frozenset[str], announced: Callable[[str, int], bool]) -> bool:
     """Whether a word of `text` is, or ends in, a sensitive name, or an announcing name stands where
     `announced(text, end)` says a value may follow: False means no key, free-text or announced-value mask finds
@@ -219,7 +229,7 @@ def names_a_credential(text: str, sensitive: frozenset[str], announced: Callable
         needles = name_needles(sensitive | ANNOUNCING_NAMES)
         return needles is None or holds_any(lowered, needle_matcher(needles))
     for end, (length, rule) in automaton.iter(lowered):
-        if text[end + 1 : end + 2] in _WORD_CHARS:
+        if text[end + 1 : end + 2] in _WORD_CHARS and not _plural_label(text, end + 1, rule):
             continue
         if rule != ENDS_WORD:
             start = end - length + 1

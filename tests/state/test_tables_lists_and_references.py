@@ -51,6 +51,11 @@ FOUND = {
         "provisoire : saffron-harbor-quartz-318 (à modifier).\n",
         ("saffron-harbor-quartz-318",),
     ),
+    "a plural label": (
+        "Temporary passwords for the workshop:\n  - Xk9(qz2Lm!\n  - Yq2#Lm8Zw\n",
+        ("Xk9(qz2Lm!", "Yq2#Lm8Zw"),
+    ),
+    "a password with a parenthesis": ("PASSWORD=Vr7(kq2Lmx9\n", ("Vr7(kq2Lmx9",)),
     "imap login": (
         "* OK Dovecot ready.\na1 LOGIN billing@example.org tQ-83kLmzW\na1 OK Logged in\n",
         ("tQ-83kLmzW",),
@@ -121,6 +126,13 @@ CLEAN = {
     "a list under a credential word that holds no credential": "Files that hold the token:\n  config/settings.py\n  deploy/values.yaml\n  README.md\n",
     "a table without a credential column": "| Service | Login | Owner |\n| --- | --- | --- |\n| Canva | team@example.org | @jo |\n",
     "a password column of dashes": "| Service | Password |\n|---|---|\n| SSO app | — |\n| Google Ads | via SSO |\n",
+    "code": (
+        "        self._session_key = self._get_new_session_key()\n        try:\n            self.save(must_create=True)\n"
+        "        except KeyboardInterrupt:\n            sys.exit(1)\n"
+        '    r.headers["Authorization"] = _basic_auth_str(self.username)\n    session[BACKEND_SESSION_KEY] = backend\n'
+        '    """This default behavior is to\n    allow login by active users, and reject login by inactive users.\n'
+        "    independent of end-user authentication (a.k.a., mTLS).\n    :rtype:\n        urllib3.HTTPConnectionPool\n"
+    ),
     "go.sum": "golang.org/x/crypto v0.21.0 h1:X31++rzVUdKhX5sWmSOFZxx8UW/ldWx55cbf08iNAMA=\ngolang.org/x/crypto v0.21.0/go.mod h1:0BP0Qx5Jo+UzOJZ37ldGs6w1gi1E/ZgKyHQDMDAmq+w=\n",
 }
 
