@@ -71,7 +71,9 @@ _VALUE = r"['\"]?(?P<secret>[^\s'\"-][^\s'\"]*)"
 @dataclass(frozen=True)
 class CredentialCommand:
     sign: str
-    confirm: re.Pattern[str]  # matched at the sign's offset (the sign lower-cased) in the original text
+    # Matched at the sign's offset (the sign lower-cased) in the original text by the gate: true wherever the word
+    # or the form would find something (the gate may open for nothing, never stay shut on a credential).
+    confirm: re.Pattern[str]
     word: re.Pattern[str] | None = None  # a tool: its word, searched line by line
     flags: tuple[re.Pattern[str], ...] = ()  # a tool: its credential flags, after the word on its line
     form: re.Pattern[str] | None = None  # a form: group `secret` where it stands
@@ -99,10 +101,10 @@ COMMANDS: tuple[CredentialCommand, ...] = (
       for sign in ("smbclient", "rpcclient", "smbmap", "smbget", "mount.cifs")),
     _form("pass:", r"pass:\S", r"[ \t]-pass(?:in|out)?[ \t]+pass:(?P<secret>\S+)"),
     _form("::add-mask::", r"::add-mask::", r"::add-mask::(?P<secret>\S+)"),
-    _form("wpa_passphrase", _AT_WORD + r"wpa_passphrase[ \t]",
+    _form("wpa_passphrase", r"(?:\b|(?<=\\[nrt]))wpa_passphrase[ \t]",
           r"\bwpa_passphrase[ \t]+(?:\"[^\"\n]{0,64}\"|'[^'\n]{0,64}'|\S{1,64})[ \t]+(?P<q>['\"]?)(?P<secret>[^'\"\n]{1,128}?)(?P=q)(?=[ \t]*(?:[|>]|$))"),
     # A QR payload is short: its fields' reach is bounded (on one long line an unbounded one scanned on from each WIFI:).
-    _form("wifi:", r"WIFI:[^\n]{0,512}?P:", r"WIFI:(?:(?:\\.|[^;\\\n]){0,128};){0,8}?P:(?P<secret>(?:\\.|[^;\\\n]){1,128})"),
+    _form("wifi:", r"WIFI:", r"WIFI:(?:(?:\\.|[^;\\\n]){0,128};){0,8}?P:(?P<secret>(?:\\.|[^;\\\n]){1,128})"),
     # An IMAP command: a tag (`a1`, `A0001`), LOGIN, the user and the password, each maybe quoted.
     _form(" login ", r"(?i: login )\S+ \S", r"^[ \t]*[A-Za-z]{0,4}\d{1,8} (?i:LOGIN) (?:\"[^\"\n]*\"|\S+) (?P<q>\")?(?P<secret>(?(q)[^\"\n]+|\S+))(?(q)\")[ \t]*$"),
     _form("pass ", r"PASS \S", r"^[ \t]*PASS (?P<secret>\S+)[ \t]*$"),
@@ -112,12 +114,6 @@ COMMANDS: tuple[CredentialCommand, ...] = (
 EXPECT_SIGN = "send: sending"
 _EXPECT_SEND = re.compile(r"send: sending \"(?P<secret>[^\"\\\n]+)\\r\"")
 _PROMPT = re.compile(r"(?i)(?:password|passphrase|passcode|pin)[^\n]*:")
-
-
-def holds_command(text: str) -> bool:
-    """Whether a credential-taking command or protocol line may stand in `text` (False: `_cli_spans` finds nothing)."""
-    lowered = text.lower()
-    return EXPECT_SIGN in text or any(command.sign in lowered and command.confirm.search(text) for command in COMMANDS)
 
 
 def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
@@ -195,10 +191,7 @@ def _password_like(value: str) -> bool:
     """Three kinds of characters (`Basalt/quasar/Krypton/49`), or a word chain with a number in it."""
     if sum(char_kinds(value, capital=True)) >= 3:
         return True
-    return _WORD_CHAIN.fullmatch(value) is not None and _DIGIT_CHAR.search(value) is not None and not _DOMAIN_END.search(value)
-
-
-_DIGIT_CHAR = re.compile("[0-9]")
+    return _WORD_CHAIN.fullmatch(value) is not None and char_kinds(value)[2] and not _DOMAIN_END.search(value)
 
 
 def char_kinds(value: str, *, capital: bool = False) -> tuple[bool, bool, bool, bool]:
@@ -321,11 +314,19 @@ def _bare_value(text: str, at: int) -> tuple[int, int] | None:
     return start, end
 
 
+LINE_REACH = 200  # how far back the rules read a name's line (bounded: they run for every name)
+
+
+def _line_before(text: str, pos: int) -> str:
+    """What stands on pos's line before it, at most LINE_REACH characters."""
+    low = max(0, pos - LINE_REACH)
+    return text[text.rfind("\n", low, pos) + 1 or low : pos]
+
+
 def _in_prose(text: str, pos: int) -> bool:
     """Whether the line ending at pos is a sentence (four words or more), not a key and its value (`property:
     password`)."""
-    line_start = text.rfind("\n", max(0, pos - 200), pos) + 1
-    return len(text[max(line_start, pos - 200) : pos].split()) >= 4  # bounded: it runs for every name
+    return len(_line_before(text, pos).split()) >= 4
 
 
 def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
@@ -400,8 +401,6 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
     if join is None:
         return None
     kind, at = join.lastgroup, join.end()
-    if kind == "attrs":
-        kind = "tag"
     if at >= len(text):
         return None
     if kind == "tag":
@@ -411,8 +410,7 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         end = len(text) if end == -1 else end
         return (at, end, True) if end > at and "\n" not in text[at:end] else None
     if kind == "next":
-        line_start = text.rfind("\n", max(0, name_start - 200), name_start) + 1
-        if join.group(0).strip(" \t\r\n") == "" and text[max(line_start, name_start - 200) : name_start].strip(_LABEL_DECORATION):
+        if join.group(0).strip(" \t\r\n") == "" and _line_before(text, name_start).strip(_LABEL_DECORATION):
             return None  # a name that ends a line it does not start, without a colon (`…/shop-db-password`), labels nothing below
         # A dump's typed string on the line under its key (PHP's `["password"]=>` then `string(25) "…"`).
         typed = _TYPED_STRING.match(text, at)
@@ -485,8 +483,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         if "|" in text:
             yield from _bar_table_spans(text, sensitive)
         yield from _listed_spans(text, sensitive, hint)
-    if holds_command(text):
-        yield from _cli_spans(text)
+    yield from _cli_spans(text)  # each command's sign looked for once
     if " / " in text:
         yield from _login_pairs(text)
 
@@ -590,23 +587,21 @@ def _bar_table_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int
 # one code per line): each line one token, bulleted or not, shaped like a password, a code or a random token.
 _LIST_LABEL_END = re.compile(r":[ \t]*\r?\n")
 _LISTED = re.compile(r"[ \t]*(?:[-*•+]|\d{1,2}[.)])?[ \t]*(?P<value>[^\s\-*•+]\S{7,127})[ \t]*\r?")
-_CODE_GROUPS = re.compile(r"(?=[^-]*\d)(?=[^-]*[A-Za-z])?[A-Za-z0-9]{4,}(?:-[A-Za-z0-9]{4,})+")
+# A code in groups (`672d1-b0972`), a digit in its first group.
+_CODE_GROUPS = re.compile(r"(?=[^-]*\d)[A-Za-z0-9]{4,}(?:-[A-Za-z0-9]{4,})+")
 
 
 # A line that opens a block of code: what follows is code, not a list of values.
 _BLOCK_OPENER = re.compile(r"[ \t]*(?:try|else|finally|except\b.*|(?:el)?if\b.*|for\b.*|while\b.*|with\b.*|def\b.*|class\b.*|case\b.*|match\b.*):$")
 # A call in code (`sys.exit(1)`, `self.save(must_create=True)`), not a generated password that holds a parenthesis.
-_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)")
+_CALL = re.compile(_CODE_NAME.pattern + r"\([^()]*\)")
 
 
 def _listable(value: str) -> bool:
     if _NOT_A_PASSWORD.match(value) or not is_maskable(value) or _CALL.fullmatch(value):
         return False
-    codes = _CODE_GROUPS.fullmatch(value) is not None and _DIGIT_CHAR.search(value) is not None and _LETTER.search(value) is not None
+    codes = _CODE_GROUPS.fullmatch(value) is not None and any(c.isalpha() for c in value)
     return codes or _password_like(value) or looks_random(value)
-
-
-_LETTER = re.compile("[A-Za-z]")
 
 
 def _listed_spans(text: str, sensitive: frozenset[str], hint: re.Pattern[str]) -> Iterator[tuple[int, int]]:

@@ -190,6 +190,22 @@ def test_any_cell_of_a_password_column_is_masked_and_the_rest_stays(password, lo
     assert "| Service | Login | Password |" in masked
 
 
+def _count_calls(monkeypatch, owner, name, method=None):
+    """Put a recorder in place of `owner.name` (of its `method`, for a compiled pattern); the list of its calls."""
+    calls = []
+    original = getattr(owner, name)
+    call = original if method is None else getattr(original, method)
+
+    def counting(*args):
+        calls.append(args)
+        return call(*args)
+
+    monkeypatch.setattr(
+        owner, name, counting if method is None else type("Counting", (), {method: staticmethod(counting)})()
+    )
+    return calls
+
+
 @pytest.mark.parametrize(
     ("unit", "reader", "per_line"),
     [
@@ -205,14 +221,7 @@ def test_a_table_is_read_once_whatever_its_rows_repeat(monkeypatch, unit, reader
     them). Each line is now looked at a bounded number of times."""
     from state import freetext
 
-    calls = []
-    original = getattr(freetext, per_line)
-
-    def counting(*args):
-        calls.append(args)
-        return original(*args)
-
-    monkeypatch.setattr(freetext, per_line, counting)
+    calls = _count_calls(monkeypatch, freetext, per_line)
     text = unit * 2000
     spans = list(getattr(freetext, reader)(text, SENSITIVE))
     assert len(calls) <= 2 * text.count("\n") + 12, len(calls)  # linear: was about lines² / 2
@@ -225,15 +234,7 @@ def test_a_run_of_names_is_read_once(monkeypatch):
     ten minutes). A name reaches NAME_REACH characters each way, and a hint inside the last name is skipped."""
     from state import freetext
 
-    calls = []
-    chars = freetext._NAME_CHARS
-
-    class Counting:
-        def match(self, *args):
-            calls.append(args)
-            return chars.match(*args)
-
-    monkeypatch.setattr(freetext, "_NAME_CHARS", Counting())
+    calls = _count_calls(monkeypatch, freetext, "_NAME_CHARS", "match")
     text = "password" * 1250
     list(freetext.value_spans(text, SENSITIVE))
     # Linear: it was 12.5 million (a name per hint, each one the whole run).
@@ -250,14 +251,6 @@ def test_public_blocks_are_found_by_bisection(monkeypatch):
     )
     blocks = failclosed.public_blocks(text)
     assert [text[a:b].split("\n")[0] for a, b in blocks] == ["-----BEGIN CERTIFICATE-----"]
-    ends = []
-    pattern = failclosed._BLOCK_END
-
-    class Counting:
-        def finditer(self, *args):
-            ends.append(args)
-            return pattern.finditer(*args)
-
-    monkeypatch.setattr(failclosed, "_BLOCK_END", Counting())
+    ends = _count_calls(monkeypatch, failclosed, "_BLOCK_END", "finditer")
     failclosed.public_blocks("-----BEGIN SSH SIGNATURE----- " * 5000)
     assert len(ends) == 1  # the END markers are read once, not once per BEGIN
