@@ -213,8 +213,10 @@ AWP_SENSITIVE_FIELDS = env_list(
     "api_key,apikey,password,passwd,passphrase,pwd,pass,pw,pin,otp,totp,secret,token,authorization,auth,bearer,"
     "credential,credentials,private_key,secret_key,access_key,signing_key,session_key,master_key,encryption_key,"
     "cookie,session,sessionid,dsn,conn_str,connection_string,"
+    # A site's secret salt (Drupal's hash_salt, WordPress's AUTH_SALT): only as a key's whole last word.
+    "salt,"
     # What unlocks a wallet, a vault or an account when everything else is lost.
-    "psk,mnemonic,seed_phrase,recovery_phrase,unseal_phrase,unseal_key,recovery_code,recovery_codes,backup_code,backup_codes,"
+    "psk,mnemonic,pass_phrase,seed_phrase,recovery_phrase,unseal_phrase,unseal_key,recovery_code,recovery_codes,backup_code,backup_codes,"
     # The word for password in other languages (a label an agent copies from a foreign UI, chat or doc).
     "passwort,kennwort,contraseña,contrasena,senha,wachtwoord,mot_de_passe,motdepasse,hasło,haslo,heslo,salasana,"
     "lösenord,losenord,adgangskode,passord,jelszó,jelszo,şifre,parolă,пароль,密码,密碼,口令,パスワード,비밀번호,"

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterator
 
 from state.freetext import class_switches
-from state.sensitive import ANNOUNCING_NAMES, is_maskable, is_sensitive
+from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive
 
 # Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
 # a space: a stretch is a run of non-spaces, and a token with at least MIN_RUNS runs of one kind is a candidate.
@@ -66,6 +66,7 @@ _HASH_FORMS = re.compile(
     | \$(?:2[abxy]?|argon2(?:id|i|d)?|[156y]|scrypt|pbkdf2[\w-]*)\$                        # crypt(3)-style hashes
     | (?:pbkdf2_\w+|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$                          # framework password hashes
     | \{S?SHA\d*\}
+    | SCRAM-SHA-(?:1|256)\$\d+                                                           # SCRAM verifiers
     | data:[\w.+-]+/[\w.+-]+;base64,                                                    # data: URI
     | \|1\|[A-Za-z0-9+/]+=*\|                                                           # hashed known_hosts
     """
@@ -82,6 +83,7 @@ _ID_FORMS = re.compile(
     | (?:[0-9A-F]{2}:){15,}                                                             # colon-hex fingerprint
     | [a-z0-9]+(?:-[a-z0-9]+)*-[a-z0-9]{8,10}-[a-z0-9]{5}$                                # Kubernetes pod name
     | (?:cus|ch|pi|pm|py|in|ii|sub|si|prod|price|evt|txn|acct|re|req|po|tr|src|card|ba|seti|cs|plink)_[A-Za-z0-9]{8,}$  # Stripe object ids
+    | [UANOCX][A-Z2-7]{55}$                                                             # a NATS public nkey
     | baf[a-z2-7]{40,}$ | Qm[1-9A-HJ-NP-Za-km-z]{44}$ | k51qzi5uqu5[a-z0-9]{40,}$          # content ids
     """
 )
@@ -100,7 +102,7 @@ _PLACEHOLDER = re.compile(
     r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)|[a-z]{2,8}[_-])$"
 )
 # A public block: its body is no secret.
-_BLOCK_BEGIN = re.compile(r"-----BEGIN (?![^-\n]*PRIVATE)([A-Z0-9 ]+)-----")
+_BLOCK_BEGIN = re.compile(r"-----BEGIN (?![^-\n]*(?:" + "|".join(SECRET_ARMOR) + r"))([A-Z0-9 ]+)-----")
 _BLOCK_END = re.compile(r"-----END ([A-Z0-9 ]+)-----")
 
 
@@ -386,7 +388,9 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
     a credential is (`${VAR}`, `?set DB_PASSWORD`, `data.vault_kv_secret_v2.db.data`, `%d/db-password`,
     `stripe-key:/etc/credstore/stripe-key`), or a credential's name (`password`, `redis-password`, `SECRET_KEY`:
     what a reference or an example names, in one case and without a digit)."""
-    if _VERSION.fullmatch(value) or _REFERENCE.match(value):
+    if _VERSION.fullmatch(value) or _REFERENCE.match(value) or _RECORD.fullmatch(value) or _EXPRESSION.match(value):
+        return True
+    if value.count(",") >= _ROW_COMMAS:
         return True
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
@@ -407,6 +411,17 @@ _REFERENCE = re.compile(
     | _[a-z][a-z0-9]*(?:_[a-z0-9]+)*$                                                   # a private name in code
     """
 )
+# A record of when or which, never a credential: a timestamp (ISO 8601, or packed as LDAP's CSN writes it:
+# `20260818071914.736071Z#000000#000#000000`), a range of commits (`7d51d45..e6562c9`).
+_RECORD = re.compile(
+    r"(?:19|20)\d\d-?(?:0[1-9]|1[0-2])-?(?:0[1-9]|[12]\d|3[01])(?:[T ]?[0-2]\d:?[0-5]\d(?::?[0-5]\d(?:[.,]\d+)?)?)?"
+    r"(?:Z|[+-]\d\d:?\d\d)?(?:#\d+)*"
+    r"|[0-9a-f]{7,40}\.\.\.?[0-9a-f]{7,40}"
+)
+# Code that computes a value, not a literal: a call or a subscript of a lower-case name (`base64.b64decode(b64salt)`,
+# `data[:22],`, `_cookie_signer_salt(cookie_name`).
+_EXPRESSION = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*[(\[](?:.*[)\],;:]|[^)\]]*)$")
+_ROW_COMMAS = 3  # a value holding three commas or more is a row of fields or a list (`be_api,BACKEND,0,0,13,…`)
 # One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).
 _NAME_ONLY = re.compile(r"[a-z]+(?:[_\-.][a-z]+)*|[A-Z]+(?:[_\-.][A-Z]+)*")
 

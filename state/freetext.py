@@ -18,13 +18,14 @@ from __future__ import annotations
 import itertools
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from state.sensitive import (
     ANNOUNCING_NAMES,
     FILE_NAME,
     REDACTED,
+    SECRET_ARMOR,
     is_maskable,
     is_sensitive,
     key_hint,
@@ -48,6 +49,8 @@ _JOIN = re.compile(
     r"""|(?P<space>[ \t]+)"""
 )
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
+# An SQL string literal: a national or escape prefix (`N'…'`, `E'…'`), a quote written twice inside (`'it''s'`).
+_SQL_STRING = re.compile(r"[NnEe]?'((?:[^'\n]|''){1,4096})'(?!')")
 _LABEL_DECORATION = " \t[\"'`*_#>-"
 _TYPED_STRING = re.compile(r"""\w+\(\d+\)[ \t]+(["'])([^"'\n]+)\1[ \t]*,?[ \t]*(?=\r?\n|$)""")
 # At most one character past MAX_SECRET_LENGTH (a longer value is no credential either way): from every name in a
@@ -77,6 +80,7 @@ class CredentialCommand:
     word: re.Pattern[str] | None = None  # a tool: its word, searched line by line
     flags: tuple[re.Pattern[str], ...] = ()  # a tool: its credential flags, after the word on its line
     form: re.Pattern[str] | None = None  # a form: group `secret` where it stands
+    accepts: Callable[[re.Match[str]], bool] | None = None  # a form's test of what it found (None: anything)
 
 
 def _tool(sign: str, word: str, *flags: str) -> CredentialCommand:
@@ -84,8 +88,22 @@ def _tool(sign: str, word: str, *flags: str) -> CredentialCommand:
     return CredentialCommand(sign, pattern, pattern, tuple(re.compile(flag) for flag in flags))
 
 
-def _form(sign: str, confirm: str, form: str) -> CredentialCommand:
-    return CredentialCommand(sign, re.compile(confirm), form=re.compile(form, re.M))
+def _form(sign: str, confirm: str, form: str, accepts: Callable[[re.Match[str]], bool] | None = None) -> CredentialCommand:
+    return CredentialCommand(sign, re.compile(confirm), form=re.compile(form, re.M), accepts=accepts)
+
+
+# Any tool's login line: a user flag, then (within LINE_REACH on its line) a short password flag with its value
+# (`docker login -u ci -p …`, `az login --service-principal -u <app> -p …`, `cypher-shell -u neo4j -p '…'`,
+# `mosquitto_pub … -u gw -P …`, `xcrun altool -u … -p "…"`). A port (`-p 8883`, `-p 8080:80`) is skipped; an
+# unquoted value must look like a credential (`mysql -u root -p mydb` names a database).
+_USER_THEN_PASSWORD = (
+    r"(?:^|[ \t])(?:-u|--user(?:name)?)(?:[ \t]+|=)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-]\S*)[^\n]{0,200}?[ \t]-[pP](?:[ \t]+|=)?"
+    r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|[^\s'\"$<{%-][^\s'\"]{7,127}))(?(q)(?P=q))"
+)
+
+
+def _login_password(match: re.Match[str]) -> bool:
+    return match.group("q") is not None or credential_shaped(match.group("secret"))
 
 
 COMMANDS: tuple[CredentialCommand, ...] = (
@@ -109,6 +127,8 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     _form(" login ", r"(?i: login )\S+ \S", r"^[ \t]*[A-Za-z]{0,4}\d{1,8} (?i:LOGIN) (?:\"[^\"\n]*\"|\S+) (?P<q>\")?(?P<secret>(?(q)[^\"\n]+|\S+))(?(q)\")[ \t]*$"),
     _form("pass ", r"PASS \S", r"^[ \t]*PASS (?P<secret>\S+)[ \t]*$"),
     _form("auth plain ", r"(?i:auth plain )[A-Za-z0-9+/]", r"^[ \t]*(?i:AUTH PLAIN) (?P<secret>[A-Za-z0-9+/]{8,}={0,2})[ \t]*$"),
+    _form(" -u", r" -u(?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
+    _form("--user", r"--user(?:name)?(?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
 )  # fmt: skip
 # What expect typed at a prompt that asks for a password, up to four lines later.
 EXPECT_SIGN = "send: sending"
@@ -123,7 +143,8 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
             continue
         if command.form is not None:
             for match in command.form.finditer(text):
-                yield match.span("secret")
+                if command.accepts is None or command.accepts(match):
+                    yield match.span("secret")
             continue
         assert command.word is not None
         word = command.word.search(text)
@@ -284,7 +305,8 @@ def _public(text: str, start: int, name: str) -> bool:
     if "public" in normalise_key(name) or text[max(0, start - 8) : start].rstrip(" \t_-").lower().endswith("public"):
         return True
     line_start = text.rfind("\n", max(0, start - 80), start) + 1
-    return "-----BEGIN " in text[line_start:start] and "PRIVATE" not in text[line_start:start]
+    label = text[line_start:start]
+    return "-----BEGIN " in label and not any(word in label for word in SECRET_ARMOR)
 
 
 def _announces(name: str) -> bool:
@@ -416,6 +438,9 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         typed = _TYPED_STRING.match(text, at)
         if typed:
             return typed.start(2), typed.end(2), False
+    literal = _SQL_STRING.match(text, at) if text[at] in "'NnEe" else None
+    if literal and (literal.start(1) > at + 1 or "''" in literal.group(1)):
+        return literal.start(1), literal.end(1), kind != "space"
     quoted = _QUOTED_VALUE.match(text, at)
     if quoted:
         # Quoted after a bare space, it may be a second label (`resource "random_password" "orders_db"`).
@@ -453,6 +478,37 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
     return strong or text[start] == "-" or _looks_secret(value)
 
 
+# A value of words: what a passphrase, a wallet's seed or recovery phrase or a mnemonic names (`pass_phrase=heron
+# thimble jackdaw 65`, `The passphrase is umber islet mortar flint garnet -- …`, twelve words after `seed phrase:`),
+# four words at least before a word of prose (`The passphrase is stored in the vault` names none).
+_PHRASE_NAMES = ("phrase", "mnemonic")
+_WORD = re.compile(r"[A-Za-z0-9]{2,24}")
+_NEXT_WORD = re.compile(r" [A-Za-z0-9]{2,24}(?![\w'-])")
+_PROSE = frozenset(
+    """a an the is are was were be been being to of in on at for from by with and or but not no nor this that these
+    those it its your you my our their his her we they them there here then than so as if when where which who what
+    how why only also just still never always must should can could will would may might shall do does did has
+    have had all any each every some same other one two three first last new old below above under over again
+    stored kept saved sent set required needed used shown printed written given changed reset rotated""".split()
+)
+# Names of where a credential comes from: the word after them is no credential.
+_SOURCE_SUFFIXES = ("_stdin", "_file", "_fd", "_env", "_cmd", "_command", "_helper", "_prompt")
+_MIN_PHRASE_WORDS = 4
+MAX_PHRASE_WORDS = 24  # a wallet's longest seed phrase
+# An app password in four groups of four letters (Google's spaced, Apple's dashed), whatever name announces it.
+_APP_PASSWORD = re.compile(r"[a-z]{4}(?P<sep>[ -])[a-z]{4}(?P=sep)[a-z]{4}(?P=sep)[a-z]{4}(?![\w-])")
+
+
+def _phrase(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """(start, end) of the words of a phrase from the value text[start:end] on, when they are words and no prose."""
+    if not _WORD.fullmatch(text, start, end) or text[start:end].lower() in _PROSE or text[start:end].endswith(("ed", "ing", "ly")):
+        return None
+    words = 1
+    while words < MAX_PHRASE_WORDS and (word := _NEXT_WORD.match(text, end)) is not None and text[word.start() + 1 : word.end()].lower() not in _PROSE:
+        end, words = word.end(), words + 1
+    return (start, end) if words >= _MIN_PHRASE_WORDS else None
+
+
 def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
     """Where credentials stand in free text after a name without `:`/`=`, after a name that announces them, on a
     command line or in a cookie."""
@@ -467,15 +523,25 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                 continue
             checked = end
             name = text[start:end].strip(".-_")
+            if normalise_key(name).endswith(_SOURCE_SUFFIXES):
+                continue  # where the credential comes from (`--password-stdin`, `password_file`), not the credential
             announcing = not is_sensitive(name, sensitive)
             if announcing and (not _announces(name) or _public(text, start, name)):
                 continue
             pair = None if announcing else _pair_value(text, start, end)
             after = _value_after(text, start, end)
             announced = _announced_after(text, end)
+            phrased = not announcing and normalise_key(name).endswith(_PHRASE_NAMES)
             # The value after the name's join first; failing that, the one a colon later on the line announces.
             for found in ((*pair, True) if pair else None, after, None if announced is None else (*announced, False)):
-                if found is not None and _credential(text, start, end, found, announcing):
+                if found is None:
+                    continue
+                words = _phrase(text, found[0], found[1]) if phrased else None
+                app = None if announcing else _APP_PASSWORD.match(text, found[0])
+                if words is not None or app is not None:
+                    yield words if words is not None else app.span()  # type: ignore[union-attr]
+                    break
+                if _credential(text, start, end, found, announcing):
                     yield found[0], found[1]
                     break
         yield from _cookie_spans(text)

@@ -40,6 +40,7 @@ from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for th
     MAX_SECRET_LENGTH,
     MIN_SECRET_LENGTH,
     REDACTED,
+    SECRET_ARMOR,
     Needles,
     has_needles,
     holds_any,
@@ -62,7 +63,9 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@'\"<>]*:(?P<secret>[^\s@/'\"<>]+)@"),
     re.compile(r"(?i)\bbearer[ \t]+(?P<secret>[A-Za-z0-9._~+/\-]{6,}=*)"),
     re.compile(
-        r"-----BEGIN (?P<kind>[A-Z0-9 ]*)PRIVATE KEY-----(?P<secret>.*?)(?:-----END (?P=kind)PRIVATE KEY-----|\Z)", re.DOTALL
+        r"-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}?(?:PRIVATE KEY|" + "|".join(SECRET_ARMOR[1:]) + r")[A-Z0-9 ]{0,20})-----(?P<secret>.*?)"
+        r"(?:-{5,}END (?P=kind)-----|\Z)",
+        re.DOTALL,
     ),
     re.compile(r"\b(?P<secret>(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16})\b"),  # AWS access key ids
     re.compile(r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})\b"),  # GitHub tokens

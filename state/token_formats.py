@@ -67,5 +67,9 @@ TOKEN_FORMATS: tuple[tuple[str, str], ...] = (
     # A private key's PEM block in base64 (Kubernetes secret data): "-----BEGIN [RSA |EC |DSA |OPENSSH |ENCRYPTED ]PRIVATE KEY".
     ("LS0tLS1CRUdJTi", r"LS0tLS1CRUdJTiB(?:SU0EgUFJJVkFURSBLRV|QUklWQVRFIEtFW|PUEVOU1NIIFBSSVZBVEUgS0VZ|FQyBQUklWQVRFIEtFW"
      r"|FTkNSWVBURUQgUFJJVkFURSBLRV|EU0EgUFJJVkFURSBLRV)[A-Za-z0-9+/]{40,}={0,2}"),
+    # NATS NKEY seeds: `S`, the key's type (user, account, operator), then `A` (the seed prefix's low bits), 55 base32.
+    ("SUA", r"S[UAO]A[A-Z2-7]{55}"),
+    ("SAA", r"S[UAO]A[A-Z2-7]{55}"),
+    ("SOA", r"S[UAO]A[A-Z2-7]{55}"),
     ("PuTTY-User-Key-File", r"PuTTY-User-Key-File-\d: [\s\S]{0,400}?Private-Lines: \d+\r?\n[A-Za-z0-9+/=\r\n]{40,}"),
 )
