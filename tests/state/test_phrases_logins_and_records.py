@@ -23,17 +23,26 @@ SENSITIVE = sensitive_set(
 )
 
 FOUND = {
-    "docker login": ("$ docker login -u ci-bot -p Xq7vLm2Rt9Kw registry.example.org\nLogin Succeeded\n", ("Xq7vLm2Rt9Kw",)),
+    "docker login": (
+        "$ docker login -u ci-bot -p Xq7vLm2Rt9Kw registry.example.org\nLogin Succeeded\n",
+        ("Xq7vLm2Rt9Kw",),
+    ),
     "az service principal": (
         "az login --service-principal -u 3c9d4a01-f25f-479e-9cd6-fee94ac7d82b -p Vb8Q~kLmz2TtR9wPq~x_Y4c.Nn --tenant t1\n",
         ("Vb8Q~kLmz2TtR9wPq~x_Y4c.Nn",),
     ),
-    "quoted after the user": ("cypher-shell -a bolt://db:7687 -u neo4j -p 'maple.cobalt.river.44' -d graph\n", ("maple.cobalt.river.44",)),
+    "quoted after the user": (
+        "cypher-shell -a bolt://db:7687 -u neo4j -p 'maple.cobalt.river.44' -d graph\n",
+        ("maple.cobalt.river.44",),
+    ),
     "a port first, the password later": (
         "mosquitto_pub -h mqtt.local -p 8883 \\\n  -u gw-7 -P Rk4nT8qLw2Zx -t plant/status -m up\n",
         ("Rk4nT8qLw2Zx",),
     ),
-    "long user flag": ("helm repo add charts https://charts.example.org --username=robot -p=Yt6Lm9Qw2Rz\n", ("Yt6Lm9Qw2Rz",)),
+    "long user flag": (
+        "helm repo add charts https://charts.example.org --username=robot -p=Yt6Lm9Qw2Rz\n",
+        ("Yt6Lm9Qw2Rz",),
+    ),
     "pass_phrase in an INI file": (
         "[DEFAULT]\nuser=ocid1.user.oc1..aaaa\nregion=eu-frankfurt-1\npass_phrase=willow gravel lantern 82\n",
         ("willow gravel lantern 82",),
@@ -46,8 +55,14 @@ FOUND = {
         "The disk asks for a passphrase at boot. The passphrase is cedar pebble walrus ember -- lower case.\n",
         ("cedar pebble walrus ember",),
     ),
-    "spaced app password": ("account gmail\nuser me@example.org\npassword       qwhz mvbk trlx ponf\n", ("qwhz mvbk trlx ponf",)),
-    "dashed app password": ('{"apple_id": "dev@example.org", "password": "kbfx-wqzt-hmlr-jvpd"}', ("kbfx-wqzt-hmlr-jvpd",)),
+    "spaced app password": (
+        "account gmail\nuser me@example.org\npassword       qwhz mvbk trlx ponf\n",
+        ("qwhz mvbk trlx ponf",),
+    ),
+    "dashed app password": (
+        '{"apple_id": "dev@example.org", "password": "kbfx-wqzt-hmlr-jvpd"}',
+        ("kbfx-wqzt-hmlr-jvpd",),
+    ),
     "national SQL literal with a doubled quote": (
         "CREATE LOGIN [svc] WITH PASSWORD=N'Heron''s-Crest-417', CHECK_POLICY=ON\nGO\n",
         ("Heron''s-Crest-417",),
@@ -56,8 +71,14 @@ FOUND = {
         "-----BEGIN USER NKEY SEED-----\nSUAHQ3KQDMN5ZJ2EVW4UYFGPRXQ7TLCB6SKOJ2M3NVZ4RW5YEHLAGXTQPA\n------END USER NKEY SEED------\n",
         ("SUAHQ3KQDMN5ZJ2EVW4UYFGPRXQ7TLCB6SKOJ2M3NVZ4RW5YEHLAGXTQPA",),
     ),
-    "NKEY seed alone": ("nkey: SAAKZT5QJ2X3VXHRP4LMWN7CYD6E2UBFOIG5SKR3JTQ7VHLX4MZAYBCDEF\n", ("SAAKZT5QJ2X3VXHRP4LMWN7CYD6E2UBFOIG5SKR3JTQ7VHLX4MZAYBCDEF",)),
-    "a site's salt": ("$settings['hash_salt'] = 'pL3xQ9_vN2kR7tW4zY8mB1cD5fG6hJ0aSe';\n", ("pL3xQ9_vN2kR7tW4zY8mB1cD5fG6hJ0aSe",)),
+    "NKEY seed alone": (
+        "nkey: SAAKZT5QJ2X3VXHRP4LMWN7CYD6E2UBFOIG5SKR3JTQ7VHLX4MZAYBCDEF\n",
+        ("SAAKZT5QJ2X3VXHRP4LMWN7CYD6E2UBFOIG5SKR3JTQ7VHLX4MZAYBCDEF",),
+    ),
+    "a site's salt": (
+        "$settings['hash_salt'] = 'pL3xQ9_vN2kR7tW4zY8mB1cD5fG6hJ0aSe';\n",
+        ("pL3xQ9_vN2kR7tW4zY8mB1cD5fG6hJ0aSe",),
+    ),
 }
 
 
@@ -74,7 +95,7 @@ NOT_FOUND = {
     "a database name after -p": "mysql -u root -p orders\n",
     "a port mapping": "docker run -u 1000 -p 8080:80 nginx:1.27\n",
     "a port alone": "psql -u app -p 5432 -h db.internal\n",
-    "password from stdin": "echo \"$TOKEN\" | docker login -u ci --password-stdin ghcr.io\n",
+    "password from stdin": 'echo "$TOKEN" | docker login -u ci --password-stdin ghcr.io\n',
     "a variable": 'docker login -u ci -p "$REGISTRY_PASSWORD" registry.example.org\n',
     "passphrase in prose, no value": "The passphrase is stored in the vault and rotated by the ops team.\n",
     "recovery phrase instructions": "Your recovery phrase: write down these twelve words and keep them offline.\n",
@@ -109,7 +130,9 @@ def test_records_rows_and_code_are_never_learnt(value):
     assert harmless_value(value, SENSITIVE)
 
 
-@pytest.mark.parametrize("value", ["Zq8,Lm2!Rt9", "Summer(2024)!", "qwerty[12]Z", "2026-Secret-Kw9!", "d41d8cd9..x"])
+@pytest.mark.parametrize(
+    "value", ["Zq8,Lm2!Rt9", "Summer(2024)!", "qwerty[12]Z", "2026-Secret-Kw9!", "d41d8cd9..x"]
+)
 def test_credentials_that_resemble_them_are_still_learnt(value):
     assert not harmless_value(value, SENSITIVE)
     assert value in detect_secrets(f"password: {value}\n", SENSITIVE)
@@ -118,11 +141,17 @@ def test_credentials_that_resemble_them_are_still_learnt(value):
 def test_records_under_a_credential_key_are_masked_in_place_not_learnt():
     text = '{"AccessKeyMetadata": [{"Status": "Active", "CreateDate": "2026-07-24T10:54:38Z"}], "secret": "2026-07-24T10:54:38Z"}'
     assert "2026-07-24T10:54:38Z" not in detect_secrets(text, SENSITIVE)
-    assert "2026-07-24T10:54:38Z" not in event_secrets("log", "w1", {"secret": "2026-07-24T10:54:38Z"}, SENSITIVE)
+    assert "2026-07-24T10:54:38Z" not in event_secrets(
+        "log", "w1", {"secret": "2026-07-24T10:54:38Z"}, SENSITIVE
+    )
 
 
 def test_salt_is_a_last_word_name():
-    assert is_sensitive("hash_salt", SENSITIVE) and is_sensitive("AUTH_SALT", SENSITIVE) and is_sensitive("secureAuthSalt", SENSITIVE)
+    assert (
+        is_sensitive("hash_salt", SENSITIVE)
+        and is_sensitive("AUTH_SALT", SENSITIVE)
+        and is_sensitive("secureAuthSalt", SENSITIVE)
+    )
     assert not is_sensitive("salt_rounds", SENSITIVE) and not is_sensitive("basalt", SENSITIVE)
 
 
@@ -130,7 +159,10 @@ _PHRASE_WORD = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=4, max_size=9)
 
 
 @settings(max_examples=60, deadline=None)
-@given(words=st.lists(_PHRASE_WORD, min_size=4, max_size=24, unique=True), label=st.sampled_from(["passphrase", "Seed phrase", "recovery_phrase", "mnemonic"]))
+@given(
+    words=st.lists(_PHRASE_WORD, min_size=4, max_size=24, unique=True),
+    label=st.sampled_from(["passphrase", "Seed phrase", "recovery_phrase", "mnemonic"]),
+)
 def test_every_phrase_under_a_phrase_name_is_learnt_whole(words, label):
     phrase = " ".join(words)
     text = f"{label}: {phrase}\nnext line\n"
@@ -141,11 +173,15 @@ def test_every_phrase_under_a_phrase_name_is_learnt_whole(words, label):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    user=st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=2, max_size=12).filter(lambda u: not u.startswith("-")),
-    password=st.text(alphabet="abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!#%+", min_size=10, max_size=24).filter(
-        lambda p: any(c.isdigit() for c in p) and any(c.isalpha() for c in p) and not p.isdigit()
+    user=st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=2, max_size=12).filter(
+        lambda u: not u.startswith("-")
     ),
-    tool=st.sampled_from(["docker login", "podman login", "az login --service-principal", "cypher-shell", "some-cli auth"]),
+    password=st.text(
+        alphabet="abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!#%+", min_size=10, max_size=24
+    ).filter(lambda p: any(c.isdigit() for c in p) and any(c.isalpha() for c in p) and not p.isdigit()),
+    tool=st.sampled_from(
+        ["docker login", "podman login", "az login --service-principal", "cypher-shell", "some-cli auth"]
+    ),
     flag=st.sampled_from(["-p", "-P", "-p="]),
 )
 def test_any_tool_with_a_user_flag_then_a_password_flag(user, password, tool, flag):
