@@ -1,4 +1,4 @@
-"""Each blind part of the secret corpus (HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6) is sound by itself:
+"""Each blind part of the secret corpus (HOLDOUT2 to HOLDOUT7) is sound by itself:
 its planted values are in its texts, its shapes, seed and values are new against every part written before it,
 and it is deterministic.
 
@@ -17,6 +17,7 @@ from tests.corpus.secrets.holdout3 import generate as holdout3
 from tests.corpus.secrets.holdout4 import generate as holdout4
 from tests.corpus.secrets.holdout5 import generate as holdout5
 from tests.corpus.secrets.holdout6 import generate as holdout6
+from tests.corpus.secrets.holdout7 import generate as holdout7
 from tests.corpus.secrets.tune import generate as tune
 
 # In the order they were written, with the least credential and clean documents each promised.
@@ -26,6 +27,7 @@ PARTS: list[tuple[ModuleType, int, int]] = [
     (holdout4, 50, 15),
     (holdout5, 60, 18),
     (holdout6, 60, 18),
+    (holdout7, 95, 25),
 ]
 WRITTEN_BEFORE = [tune, holdout]
 IDS = [part.__name__.split(".")[-2] for part, _, _ in PARTS]

@@ -1,4 +1,101 @@
-"""DOCSTRING_PLACEHOLDER"""
+"""The HOLDOUT7 part of the secret corpus: a seventh blind part, written after HOLDOUT to HOLDOUT6.
+
+Written blind: its author never read the detector, its rules, its docs, its tests or its figures, and no
+document was run through a detector or changed after one. Every document copies what a real tool, config
+file, log, agent, person or trace writes, with tools, vendors, formats and languages the earlier parts do
+not use:
+
+- provisioning and infrastructure: SaltStack `pillar.item` (nested outputter), `knife data bag show
+  --secret-file`, `eyaml decrypt` (a `DEC(n)::PKCS7[...]!` block), a Bicep .bicepparam, a Terragrunt
+  `generate` block with an HCL heredoc, a Vagrantfile, a k3s config.yaml join token, `pveum user token add`
+  (Proxmox box table), OpenStack clouds.yaml, Kamal's .kamal/secrets, Traefik with OVH DNS credentials, a
+  Caddyfile (tabs) with Porkbun keys, certbot's Linode ini, an nginx `proxy_set_header Authorization
+  "Basic ..."`, Apache `SetEnv`, a govc env file, `ipmitool -P`;
+- network gear and operating systems: MikroTik `/export show-sensitive`, EdgeOS `show configuration
+  commands`, a FortiGate CLI session, pfSense config.xml, OpenWrt `uci show wireless`, a NetworkManager
+  .nmconnection, a Windows .reg export (Winlogon DefaultPassword), macOS `security find-generic-password
+  -w`, ppp chap-secrets, a batch file writing an ftp script, smbclient `-U 'DOM\\user%password'`, xfreerdp
+  `/p:`, Aruba Instant, FreeSWITCH directory XML, `echo ... | kinit`, open-iscsi CHAP, squid `cache_peer
+  login=`, a Dovecot passwd-file `{PLAIN}`, slapd.conf `rootpw`, FreeRADIUS clients.conf, keepalived
+  `auth_pass`, DRBD `shared-secret`, `tsig-keygen` (BIND);
+- databases: cqlshrc (with cqlsh's warning), `cockroach sql --url`, DuckDB `CREATE SECRET`, CouchDB
+  `[admins]`, `surreal start --pass`, arangosh, Firebird isql, `couchbase-cli cluster-init`, alembic.ini,
+  liquibase.properties, a JetBrains dataSources.local.xml JDBC URL, Hasura CLI config, Meilisearch
+  `--master-key`, a Podman Quadlet unit (OpenSearch admin password);
+- developer tools, registries and CI: `go env -w GOPROXY=` with userinfo, `conan remote login -p`, `swift
+  package-registry login --token`, a .bazelrc.user BuildBuddy header, sbt .credentials, DENO_AUTH_TOKENS,
+  bunfig.toml (a TOML inline table), cypress.env.json, a Playwright storage state, Sourcegraph `src`,
+  .travis.yml (Transifex), a Drone runner env, `railway variables`, a `git config --list` with the
+  actions/checkout extraheader, `podman login -p` (Quay robot), a gsutil .boto, a TeamCity service message
+  (Octopus Deploy key), `docker history --no-trunc` leaking a build arg;
+- chat, notifications, mail and SMS: `mmctl token generate`, .zuliprc, Rocket.Chat (Python), Pushover
+  (http.client), ntfy client.yml, a Teams/Power Automate workflow URL `sig=` in PowerShell, Mailjet (Node),
+  SparkPost (REPL), Brevo (PHP), `vonage auth set`, MessageBird from Perl LWP (`AccessKey` scheme), Plivo
+  from Scala sttp;
+- payments and commerce: WooCommerce (Python), BigCommerce from Julia, Checkout.com from Haskell wreq, a
+  Kraken key file, Lemon Squeezy (a JWT in a SvelteKit .env), Paddle Billing (Python);
+- AI vendors, notebooks and agents: `wandb login` then ~/.netrc, Langfuse, Cerebras, Jina (fetch),
+  SerpAPI, `modal token set`, Streamlit secrets.toml, a marimo notebook (a fal.ai key pair), Zed
+  `context_servers` env (Brave Search), OpenHands config.toml (DeepInfra), a SWE-agent trajectory whose
+  observation prints an .env (Upstash), Claude Code settings.json env (a gateway token), AssemblyAI,
+  Logfire credentials;
+- observability: Promtail basic_auth (Grafana Cloud `glc_`), Django settings with ELASTIC_APM, Fluentd
+  with Logz.io, Vector with Better Stack, Python http.client debug output (Opsgenie `GenieKey` scheme),
+  a Dynatrace installer download with an `Api-Token` header;
+- self-hosted apps and home automation: Sonarr config.xml, Transmission settings.json, Vaultwarden,
+  Authelia, Authentik, Ghost (Zoho SMTP), Discourse app.yml, Zigbee2MQTT, ESPHome secrets.yaml, a Tasmota
+  console `Backlog`, Frigate RTSP, Node-RED `credentialSecret`, Syncthing, OctoPrint;
+- people: Greek (Viber, "κωδικός"), Ukrainian (Signal, "Пароль"), Finnish (e-mail, "Salasana"), Romanian
+  ("parola este"), Hungarian (ticket, "Jelszó"), Danish (SMS, "adgangskode"), Indonesian (Google Chat, "kata
+  sandi"), Arabic (e-mail, "كلمة المرور"), Hebrew (Skype, "הסיסמה היא"), Thai (LINE export, "รหัสผ่าน"),
+  Croatian ("lozinka"), Norwegian ("Passord"), a WebVTT call transcript ("it's ..."), a sticky note through
+  tesseract, a password inside parentheses, "Use ... to log in" in a support chat, a passphrase in curly
+  quotes, a BitLocker recovery password (`manage-bde`), a FileVault personal recovery key, a 1Password
+  Secret Key from an Emergency Kit (pdftotext);
+- layouts and languages: AsciiDoc attributes, an org-mode property drawer, LaTeX `\\newcommand`, a Pandoc
+  definition list, WildFly XML CDATA, himalaya TOML, offlineimaprc (`key : value`), a Chrome passwords CSV,
+  a VS Code launch.json with an escaped quote, VBScript, Lua (Hammerspoon, Pushbullet), Groovy (Grails),
+  Erlang sys.config, Objective-C, F#, a mitmproxy WebSocket handshake (JWT in Sec-WebSocket-Protocol),
+  ngrep (`Authorization: Token token="..."`), a requests HTTPError URL with `apikey=`.
+
+Each document plants one or two values; every value appears verbatim in its text and is 8 characters or
+more. Value forms: vendor prefixes none of the earlier parts use (pk1_/sk1_, sgp_, tk_, xkeysib-, ck_/cs_,
+sk-lf-, csk-, as-, BSA, jina_, glc_, pylf_v1_eu_, o., sk_sbox_, pdl_live_apikey_, dt0c01., API- (Octopus),
+1/ (Transifex), gw-), hex (lower and upper case, 8 to 64 digits), base64 (TSIG, ESPHome, Kraken, Vaultwarden,
+Authentik, gsutil, the nginx Basic pair, the git extraheader), base64url (Authelia, Rocket.Chat, Meilisearch,
+Playwright cookie), base32 (iSCSI CHAP), UUIDs (Proxmox, Opsgenie, Langfuse), JWTs (RS256 Lemon Squeezy
+key, HS256 WebSocket token), people's passwords (a word, digits and a mark, or two words and digits),
+generated passwords with symbols (also `&` and `<` inside CDATA, a comma inside a quoted CSV field),
+short passwords of 8 to 12 characters (an 8-character VRRP `auth_pass`, an upper-case BMC password),
+passphrases (spaces, dashes), a BitLocker 48-digit recovery password, dashed recovery and Secret Keys, and
+values with a backslash or quote as the text writes them (a .reg `\\\\`, a JSON `\\"`; planted as written).
+
+Decisions: usernames, e-mail addresses, client and app ids, account, project, store and tenant ids, key
+ids (an OVH application key, a Wasabi KEY_ID, a gsutil GOOG1E id, a Modal `ak-` token id, a fal.ai key id,
+a Plivo auth id, a Vonage api key, a Mailjet public API key, a Rocket.Chat user id, a Pushover user key),
+public keys by design (Langfuse `pk-lf-`, a Paddle.js client-side token, a PostHog `phc_` key, minisign
+and SSH public keys), a k3s CA hash (the planted value is the password after `::server:`), password hashes
+(bcrypt, yescrypt, `$6$` crypt and Junos `$9$`), ciphertexts (eyaml ENC blocks, a Chef encrypted
+data bag, a SealedSecret, a PGP message), image digests, commit and changeset ids, request ids, nonces,
+OAuth `state` and PKCE challenges, WebSocket keys, BitLocker protector ids and Syncthing device ids are
+not credentials; for a `user:password` pair, a URL with userinfo or a `user%password` argument the planted
+value is the password; a base64 `user:password` pair in a header is planted as the base64 text; no
+document holds a credential value beside the one or two it plants (masked echoes such as `****` are not
+values).
+
+The clean documents hold no credential but plenty of look-alikes: Junos hashes, `mysql_config_editor
+print` masks, a Chef encrypted data bag, a Salt GPG pillar, eyaml ENC blocks, a Winlogon export without a
+password, `nmcli` `<hidden>`, a MikroTik default export, a pfSense bcrypt hash, a reset e-mail with a
+plain link (no token), a Finnish password policy, Kamal secret names, a SealedSecret, shadow lines, an LLM
+cost CSV with token columns, prose with "secretary", "passed", "keyboard" and "tokens", an e-mail with an
+inline base64 PNG, crane digests, Package.resolved revisions, Proxmox UUIDs, an OAuth authorize URL with
+PKCE, a WebAuthn registration, minisign keys, a Paddle.js client token, a PostHog key, klist, a gopass tree,
+`wpa_cli status`, hg changesets, a how-to with prompts only, a Greek notice, a Django technical 500 page
+with masked settings, a placeholder config, Syncthing ids and BitLocker protector ids.
+
+SEED = 662607 (271828 was asked for, but HOLDOUT2 already uses it). `documents(seed)` gives one document
+per credential shape (values drawn with `seed`), then the clean ones.
+"""
 
 from __future__ import annotations
 
@@ -113,7 +210,11 @@ def _human(rng: random.Random, marks: str = "!.?$") -> str:
     """What a person picks: a word with a capital, a year or a number, sometimes a mark."""
     word = rng.choice(_VOCAB)
     word = word[0].upper() + word[1:]
-    return word + str(rng.randint(1960, 2026) if rng.random() < 0.5 else rng.randint(10, 999)) + rng.choice(marks)
+    return (
+        word
+        + str(rng.randint(1960, 2026) if rng.random() < 0.5 else rng.randint(10, 999))
+        + rng.choice(marks)
+    )
 
 
 def _human_plain(rng: random.Random) -> str:
@@ -128,7 +229,11 @@ def _strong(rng: random.Random, length: int, marks: str = "!#$%*+-=?@_~^") -> st
     """A generator's password: letters, digits and marks (each kind at least once), no leading mark."""
     while True:
         value = rng.choice(string.ascii_letters) + _pick(rng, _LETTERS_DIGITS + marks + marks, length - 1)
-        if any(c in marks for c in value) and any(c.isdigit() for c in value) and any(c.isupper() for c in value):
+        if (
+            any(c in marks for c in value)
+            and any(c.isdigit() for c in value)
+            and any(c.isupper() for c in value)
+        ):
             return value
 
 
@@ -562,27 +667,6 @@ def _apache_setenv(rng: random.Random) -> Built:
     return text, (password,)
 
 
-@_shape("pulumi-config-show-secrets-table")
-def _pulumi_config(rng: random.Random) -> Built:
-    password = _passphrase(rng, 3, "-") + "-" + str(rng.randint(10, 99))
-    text = _fill(
-        """
-        $ pulumi config
-        KEY                VALUE
-        aws:region         eu-north-1
-        app:dbPassword     [secret]
-        app:instanceType   t3.medium
-        $ pulumi config --show-secrets
-        KEY                VALUE
-        aws:region         eu-north-1
-        app:dbPassword     ‹pw›
-        app:instanceType   t3.medium
-        """,
-        pw=password,
-    )
-    return text, (password,)
-
-
 @_shape("govc-env-file-vsphere-password")
 def _govc(rng: random.Random) -> Built:
     password = _strong(rng, 20, marks="!#%+-=?@_")
@@ -712,23 +796,23 @@ def _pfsense(rng: random.Random) -> Built:
     psk = _pick(rng, _LETTERS_DIGITS, 40)
     text = _fill(
         """
-        	<ipsec>
-        		<client></client>
-        		<phase1>
-        			<ikeid>1</ikeid>
-        			<iketype>ikev2</iketype>
-        			<interface>wan</interface>
-        			<remote-gateway>203.0.113.‹ip›</remote-gateway>
-        			<protocol>inet</protocol>
-        			<myid_type>myaddress</myid_type>
-        			<peerid_type>peeraddress</peerid_type>
-        			<authentication_method>pre_shared_key</authentication_method>
-        			<pre-shared-key>‹psk›</pre-shared-key>
-        			<descr><![CDATA[Hamburg office]]></descr>
-        			<nat_traversal>on</nat_traversal>
-        			<dpd_delay>10</dpd_delay>
-        		</phase1>
-        	</ipsec>
+        \t<ipsec>
+        \t\t<client></client>
+        \t\t<phase1>
+        \t\t\t<ikeid>1</ikeid>
+        \t\t\t<iketype>ikev2</iketype>
+        \t\t\t<interface>wan</interface>
+        \t\t\t<remote-gateway>203.0.113.‹ip›</remote-gateway>
+        \t\t\t<protocol>inet</protocol>
+        \t\t\t<myid_type>myaddress</myid_type>
+        \t\t\t<peerid_type>peeraddress</peerid_type>
+        \t\t\t<authentication_method>pre_shared_key</authentication_method>
+        \t\t\t<pre-shared-key>‹psk›</pre-shared-key>
+        \t\t\t<descr><![CDATA[Hamburg office]]></descr>
+        \t\t\t<nat_traversal>on</nat_traversal>
+        \t\t\t<dpd_delay>10</dpd_delay>
+        \t\t</phase1>
+        \t</ipsec>
         """,
         ip=str(rng.randint(2, 250)),
         psk=psk,
@@ -3912,37 +3996,44 @@ def _clean_mysql_editor(rng: random.Random) -> str:
     )
 
 
-@_clean_shape("clean-pulumi-config-secret-ciphertext-yaml")
-def _clean_pulumi_yaml(rng: random.Random) -> str:
-    return _fill(
-        """
-        $ cat Pulumi.prod.yaml
-        encryptionsalt: v1:‹salt›:v1:‹iv›:‹tag›
-        config:
-          aws:region: eu-north-1
-          app:instanceType: t3.medium
-          app:dbPassword:
-            secure: v1:‹iv2›:‹ct›
-        $ pulumi config get app:dbPassword --path
-        [secret]
-        """,
-        salt=_b64s(rng, 8),
-        iv=_b64s(rng, 12),
-        tag=_b64s(rng, 16),
-        iv2=_b64s(rng, 12),
-        ct=_b64s(rng, 36),
+@_clean_shape("clean-chef-encrypted-data-bag-item-json")
+def _clean_chef_bag(rng: random.Random) -> str:
+    item = {
+        "id": "smtp_relay",
+        "password": {
+            "encrypted_data": _b64s(rng, 48),
+            "iv": _b64s(rng, 12),
+            "auth_tag": _b64s(rng, 16),
+            "version": 3,
+            "cipher": "aes-256-gcm",
+        },
+    }
+    return (
+        "$ knife data bag show credentials smtp_relay -F json   # no --secret-file: shown encrypted\n"
+        "WARNING: Encrypted data bag detected, but no secret provided for decoding. Displaying encrypted data.\n"
+        + json.dumps(item, indent=2)
+        + "\n"
     )
 
 
-@_clean_shape("clean-ansible-vault-encrypted-file-body")
-def _clean_ansible_vault(rng: random.Random) -> str:
-    lines = "\n".join(_hexs(rng, 80) for _ in range(6))
-    return (
-        "$ head -n 7 group_vars/prod/vault.yml\n"
-        "$ANSIBLE_VAULT;1.1;AES256\n" + lines + "\n"
-        "$ ansible-vault view group_vars/prod/vault.yml\n"
-        "Vault password:\n"
-        "ERROR! Decryption failed (no vault secrets were found that could decrypt) on group_vars/prod/vault.yml\n"
+@_clean_shape("clean-salt-gpg-renderer-pillar-message")
+def _clean_salt_gpg(rng: random.Random) -> str:
+    body = _b64s(rng, 190)
+    lines = "\n".join("    " + body[i : i + 64] for i in range(0, len(body), 64))
+    return _fill(
+        """
+        #!yaml|gpg
+        # /srv/pillar/postgres/secrets.sls -- decrypted on the master with its own key
+        postgres:
+          replication_password: |
+            -----BEGIN PGP MESSAGE-----
+
+        ‹body›
+            =‹crc›
+            -----END PGP MESSAGE-----
+        """,
+        body=lines,
+        crc=_b64s(rng, 3),
     )
 
 
@@ -4031,18 +4122,18 @@ def _clean_mikrotik(rng: random.Random) -> str:
 def _clean_pfsense(rng: random.Random) -> str:
     return _fill(
         """
-        		<user>
-        			<name>admin</name>
-        			<descr><![CDATA[System Administrator]]></descr>
-        			<scope>system</scope>
-        			<groupname>admins</groupname>
-        			<bcrypt-hash>$2y$10$‹h›</bcrypt-hash>
-        			<uid>0</uid>
-        			<priv>user-shell-access</priv>
-        			<expires></expires>
-        			<authorizedkeys></authorizedkeys>
-        			<ipsecpsk></ipsecpsk>
-        		</user>
+        \t\t<user>
+        \t\t\t<name>admin</name>
+        \t\t\t<descr><![CDATA[System Administrator]]></descr>
+        \t\t\t<scope>system</scope>
+        \t\t\t<groupname>admins</groupname>
+        \t\t\t<bcrypt-hash>$2y$10$‹h›</bcrypt-hash>
+        \t\t\t<uid>0</uid>
+        \t\t\t<priv>user-shell-access</priv>
+        \t\t\t<expires></expires>
+        \t\t\t<authorizedkeys></authorizedkeys>
+        \t\t\t<ipsecpsk></ipsecpsk>
+        \t\t</user>
         """,
         h=_pick(rng, _LETTERS_DIGITS + "./", 53),
     )
@@ -4087,26 +4178,35 @@ def _clean_finnish_policy(rng: random.Random) -> str:
     )
 
 
-@_clean_shape("clean-helm-template-secret-placeholders")
-def _clean_helm_template(rng: random.Random) -> str:
+@_clean_shape("clean-kamal-deploy-yml-secret-names-only")
+def _clean_kamal(rng: random.Random) -> str:
     return _fill(
         """
-        # templates/secret.yaml
-        apiVersion: v1
-        kind: Secret
-        metadata:
-          name: {{ include "ledger.fullname" . }}-db
-          labels:
-            {{- include "ledger.labels" . | nindent 4 }}
-        type: Opaque
-        stringData:
-          DB_USER: {{ .Values.db.user | quote }}
-          DB_PASSWORD: {{ required "db.password is required" .Values.db.password | quote }}
-          SMTP_PASSWORD: ${SMTP_PASSWORD}
-          API_KEY: "your-api-key-here"
-        # chart version ‹v›
+        # config/deploy.yml
+        service: ledger
+        image: acme-example/ledger
+        servers:
+          web:
+            - 10.0.4.21
+            - 10.0.4.22
+        registry:
+          server: registry.corp.example
+          username: deploy
+          password:
+            - KAMAL_REGISTRY_PASSWORD
+        env:
+          clear:
+            DB_HOST: 10.0.4.30
+            WEB_CONCURRENCY: ‹wc›
+          secret:
+            - RAILS_MASTER_KEY
+            - DB_PASSWORD
+        builder:
+          arch: amd64
+          args:
+            BUNDLE_TOKEN: <%= ENV["BUNDLE_TOKEN"] %>
         """,
-        v=f"0.{rng.randint(1, 40)}.{rng.randint(0, 9)}",
+        wc=str(rng.randint(2, 8)),
     )
 
 
@@ -4136,7 +4236,9 @@ def _clean_sealed(rng: random.Random) -> str:
 @_clean_shape("clean-getent-shadow-yescrypt-lines")
 def _clean_shadow(rng: random.Random) -> str:
     def yes() -> str:
-        return "$y$j9T$" + _pick(rng, _LETTERS_DIGITS + "./", 22) + "$" + _pick(rng, _LETTERS_DIGITS + "./", 43)
+        return (
+            "$y$j9T$" + _pick(rng, _LETTERS_DIGITS + "./", 22) + "$" + _pick(rng, _LETTERS_DIGITS + "./", 43)
+        )
 
     return _fill(
         """
@@ -4207,50 +4309,44 @@ def _clean_eml(rng: random.Random) -> str:
     )
 
 
-@_clean_shape("clean-buildx-imagetools-inspect-digests")
-def _clean_buildx(rng: random.Random) -> str:
+@_clean_shape("clean-crane-digest-and-config-digest")
+def _clean_crane(rng: random.Random) -> str:
     return _fill(
         """
-        $ docker buildx imagetools inspect registry.corp.example/billing/api:2.14.0
-        Name:      registry.corp.example/billing/api:2.14.0
-        MediaType: application/vnd.oci.image.index.v1+json
-        Digest:    sha256:‹a›
-
-        Manifests:
-          Name:        registry.corp.example/billing/api:2.14.0@sha256:‹b›
-          MediaType:   application/vnd.oci.image.manifest.v1+json
-          Platform:    linux/amd64
-
-          Name:        registry.corp.example/billing/api:2.14.0@sha256:‹c›
-          MediaType:   application/vnd.oci.image.manifest.v1+json
-          Platform:    linux/arm64
+        $ crane digest ghcr.io/acme-example/worker:2026.3.1
+        sha256:‹a›
+        $ crane manifest ghcr.io/acme-example/worker:2026.3.1 | jq -r '.config.digest, .layers[].digest'
+        sha256:‹b›
+        sha256:‹c›
+        sha256:‹d›
         """,
         a=_hexs(rng, 64),
         b=_hexs(rng, 64),
         c=_hexs(rng, 64),
+        d=_hexs(rng, 64),
     )
 
 
-@_clean_shape("clean-terraform-lock-hcl-h1-hashes")
-def _clean_tf_lock(rng: random.Random) -> str:
-    return _fill(
-        """
-        # This file is maintained automatically by "terraform init".
-        # Manual edits may be lost in future updates.
-
-        provider "registry.terraform.io/hashicorp/aws" {
-          version     = "5.82.2"
-          constraints = "~> 5.80"
-          hashes = [
-            "h1:‹a›",
-            "zh:‹b›",
-            "zh:‹c›",
-          ]
+@_clean_shape("clean-swiftpm-package-resolved-revisions")
+def _clean_package_resolved(rng: random.Random) -> str:
+    pins = [
+        {
+            "identity": name,
+            "kind": "remoteSourceControl",
+            "location": f"https://github.com/{owner}/{name}",
+            "state": {"revision": _hexs(rng, 40), "version": version},
         }
-        """,
-        a=_b64s(rng, 32),
-        b=_hexs(rng, 64),
-        c=_hexs(rng, 64),
+        for owner, name, version in (
+            ("apple", "swift-collections", "1.1.4"),
+            ("pointfreeco", "swift-snapshot-testing", "1.17.6"),
+            ("kean", "nuke", "12.8.0"),
+        )
+    ]
+    resolved = {"originHash": _hexs(rng, 64), "pins": pins, "version": 3}
+    return (
+        "$ cat App.xcworkspace/xcshareddata/swiftpm/Package.resolved\n"
+        + json.dumps(resolved, indent=2)
+        + "\n"
     )
 
 
@@ -4259,7 +4355,11 @@ def _clean_proxmox(rng: random.Random) -> str:
     rows = "\n".join(
         f"      {100 + i} {name:<16} {state:<10} {mem:>6}  {disk:>10}.00 {rng.randint(1000, 99999):>7}"
         for i, (name, state, mem, disk) in enumerate(
-            (("dns-01", "running", 1024, 8), ("gitea", "running", 4096, 64), ("win-build", "stopped", 8192, 120))
+            (
+                ("dns-01", "running", 1024, 8),
+                ("gitea", "running", 4096, 64),
+                ("win-build", "stopped", 8192, 120),
+            )
         )
     )
     return (
@@ -4300,56 +4400,68 @@ def _clean_webauthn(rng: random.Random) -> str:
         "authenticatorAttachment": "platform",
         "clientExtensionResults": {"credProps": {"rk": True}},
     }
-    return "// navigator.credentials.create() result, POSTed to /webauthn/register/finish\n" + json.dumps(
-        cred, indent=2
-    ) + "\n"
-
-
-@_clean_shape("clean-ssh-keygen-lf-fingerprints")
-def _clean_ssh_fp(rng: random.Random) -> str:
-    return _fill(
-        """
-        $ ssh-keygen -lf ~/.ssh/id_ed25519.pub
-        256 SHA256:‹a› lena@thinkpad (ED25519)
-        $ ssh-keygen -lf /etc/ssh/ssh_host_rsa_key.pub -E md5
-        3072 MD5:‹b› root@build-01 (RSA)
-        """,
-        a=_b64s(rng, 32).rstrip("="),
-        b=":".join(_hexs(rng, 2) for _ in range(16)),
+    return (
+        "// navigator.credentials.create() result, POSTed to /webauthn/register/finish\n"
+        + json.dumps(cred, indent=2)
+        + "\n"
     )
 
 
-@_clean_shape("clean-stripe-publishable-key-checkout-html")
-def _clean_stripe_pk(rng: random.Random) -> str:
+@_clean_shape("clean-minisign-public-key-and-signature")
+def _clean_minisign(rng: random.Random) -> str:
     return _fill(
         """
-        <!-- checkout.html: the publishable key is meant for the browser -->
-        <script src="https://js.stripe.com/v3/"></script>
+        $ cat minisign.pub
+        untrusted comment: minisign public key ‹kid›
+        ‹pub›
+        $ cat ledger-cli-2.4.0-linux-amd64.tar.gz.minisig
+        untrusted comment: signature from minisign secret key
+        ‹sig›
+        trusted comment: timestamp:‹ts›\tfile:ledger-cli-2.4.0-linux-amd64.tar.gz\thashed
+        ‹gsig›
+        $ minisign -Vm ledger-cli-2.4.0-linux-amd64.tar.gz -p minisign.pub
+        Signature and comment signature verified
+        """,
+        kid=_hexs(rng, 16).upper(),
+        pub="RW" + _b64s(rng, 40)[2:],
+        sig="RU" + _b64s(rng, 72)[2:],
+        ts=str(_epoch(rng)),
+        gsig=_b64s(rng, 64),
+    )
+
+
+@_clean_shape("clean-paddle-js-client-side-token")
+def _clean_paddle_js(rng: random.Random) -> str:
+    return _fill(
+        """
+        <!-- pricing.html: Paddle.js takes a client-side token, which is meant for the browser -->
+        <script src="https://cdn.paddle.com/paddle/v2/paddle.js"></script>
         <script>
-          const stripe = Stripe('pk_live_51‹pk›');
-          const elements = stripe.elements({ clientSecret: window.__PAYMENT_INTENT_CLIENT_SECRET__ });
+          Paddle.Initialize({ token: "live_‹t›" });
+          document.querySelector("#buy").addEventListener("click", () =>
+            Paddle.Checkout.open({ items: [{ priceId: "pri_01‹price›", quantity: 1 }] })
+          );
         </script>
         """,
-        pk=_pick(rng, _LETTERS_DIGITS, 97),
+        t=_hexs(rng, 27),
+        price=_pick(rng, _ULID_ALPHABET, 24),
     )
 
 
-@_clean_shape("clean-sentry-dsn-public-key-only")
-def _clean_sentry_dsn(rng: random.Random) -> str:
+@_clean_shape("clean-posthog-project-api-key-snippet")
+def _clean_posthog(rng: random.Random) -> str:
     return _fill(
         """
-        // src/instrument.ts -- the DSN is public: it only lets clients send events
-        import * as Sentry from "@sentry/browser";
+        // src/analytics.ts -- the project API key is write-only and public by design
+        import posthog from "posthog-js";
 
-        Sentry.init({
-          dsn: "https://‹k›@o‹org›.ingest.de.sentry.io/‹proj›",
-          tracesSampleRate: 0.1,
-          release: "web@‹sha›",
+        posthog.init("phc_‹k›", {
+          api_host: "https://eu.i.posthog.com",
+          person_profiles: "identified_only",
         });
+        posthog.register({ release: "web@‹sha›" });
         """,
-        k=_hexs(rng, 32),
-        org=str(rng.randint(100000, 4999999)),
-        proj=str(rng.randint(1000000, 9999999)),
+        k=_pick(rng, _LETTERS_DIGITS, 43),
         sha=_hexs(rng, 40),
     )
 
@@ -4372,15 +4484,26 @@ def _clean_klist(rng: random.Random) -> str:
     )
 
 
-@_clean_shape("clean-vault-list-token-accessors")
-def _clean_vault_accessors(rng: random.Random) -> str:
-    accessors = "\n".join(_pick(rng, _LETTERS_DIGITS, 24) for _ in range(4))
-    return (
-        "$ vault list auth/token/accessors\n"
-        "Keys\n"
-        "----\n" + accessors + "\n"
-        "$ vault token lookup -accessor " + accessors.splitlines()[0] + " -format=json | jq -r '.data.display_name'\n"
-        "approle-ci\n"
+@_clean_shape("clean-gopass-ls-tree-names-only")
+def _clean_gopass(rng: random.Random) -> str:
+    return _fill(
+        """
+        $ gopass ls infra
+        infra/
+        ├── backup/
+        │   └── svc_backup
+        ├── db/
+        │   ├── ledger-prod
+        │   └── ledger-staging
+        └── wifi/
+            └── kantina-gjest
+        $ gopass ls --flat infra/db
+        infra/db/ledger-prod
+        infra/db/ledger-staging
+        $ gopass audit | tail -n 1
+        Audited ‹n› secrets: no weak or duplicate passwords found.
+        """,
+        n=str(rng.randint(20, 300)),
     )
 
 
@@ -4411,10 +4534,21 @@ def _clean_wpa_cli(rng: random.Random) -> str:
     )
 
 
-@_clean_shape("clean-git-rev-list-objects-shas")
-def _clean_rev_list(rng: random.Random) -> str:
-    paths = ("", "config", "config/settings", "config/settings/production.py", "README.md", "manage.py")
-    return "$ git rev-list --objects -n 1 HEAD\n" + "\n".join(f"{_hexs(rng, 40)} {p}".rstrip() for p in paths) + "\n"
+@_clean_shape("clean-hg-log-changeset-nodes")
+def _clean_hg(rng: random.Random) -> str:
+    entries = []
+    for rev, summary in (
+        (412, "billing: round VAT per line"),
+        (411, "ci: pin python 3.12"),
+        (410, "docs: key rotation"),
+    ):
+        entries.append(
+            f"changeset:   {rev}:{_hexs(rng, 12)}\n"
+            f"user:        Lena Meyer <lena@acme-example.de>\n"
+            f"date:        Tue Mar 03 1{rev % 10}:0{rev % 7}:44 2026 +0100\n"
+            f"summary:     {summary}\n"
+        )
+    return "$ hg log -l 3 | grep -E '^(changeset|user|date|summary)'\n" + "\n".join(entries)
 
 
 @_clean_shape("clean-howto-set-password-prompts-only")
@@ -4453,21 +4587,32 @@ def _clean_greek(rng: random.Random) -> str:
     )
 
 
-@_clean_shape("clean-masked-env-dump-redacted")
+@_clean_shape("clean-django-technical-500-settings-masked")
 def _clean_masked(rng: random.Random) -> str:
     return _fill(
         """
-        $ heroku-like-cli env:list --app ledger-prod
-        NAME                     VALUE
-        DATABASE_URL             postgresql://ledger:********@db.internal:5432/ledger
-        SMTP_PASSWORD            <redacted>
-        STRIPE_SECRET_KEY        sk_live_••••••••••••‹last4›
-        SENTRY_DSN               (set)
-        WEB_CONCURRENCY          ‹wc›
-        DJANGO_SETTINGS_MODULE   config.settings.production
+        Settings
+        Using settings module config.settings.staging
+
+        Setting                     Value
+        ALLOWED_HOSTS               ['staging.ledgerly-example.com']
+        AUTH_PASSWORD_VALIDATORS    '********************'
+        DATABASES                   {'default': {'ENGINE': 'django.db.backends.postgresql',
+                                                 'HOST': 'staging-db.internal',
+                                                 'NAME': 'ledger',
+                                                 'PASSWORD': '********************',
+                                                 'PORT': '5432',
+                                                 'USER': 'ledger'}}
+        EMAIL_HOST_PASSWORD         '********************'
+        SECRET_KEY                  '********************'
+        SECRET_KEY_FALLBACKS        '********************'
+        SESSION_COOKIE_AGE          1209600
+        STRIPE_API_KEY              '********************'
+        WEB_CONCURRENCY             ‹wc›
+        [‹ts›] WARNING django.request: Internal Server Error: /billing/export/ (payload=<redacted>)
         """,
-        last4=_pick(rng, _LETTERS_DIGITS, 4),
         wc=str(rng.randint(2, 8)),
+        ts=_stamp(rng),
     )
 
 
