@@ -216,11 +216,18 @@ AWP_SENSITIVE_FIELDS = env_list(
     # A site's secret salt (Drupal's hash_salt, WordPress's AUTH_SALT): only as a key's whole last word.
     "salt,"
     # What unlocks a wallet, a vault or an account when everything else is lost.
-    "psk,mnemonic,pass_phrase,seed_phrase,recovery_phrase,unseal_phrase,unseal_key,recovery_code,recovery_codes,backup_code,backup_codes,"
+    "psk,pre_shared_key,preshared_key,mnemonic,pass_phrase,seed_phrase,recovery_phrase,recovery_key,unseal_phrase,unseal_key,"
+    "recovery_code,recovery_codes,backup_code,backup_codes,"
+    # The root password directive of slapd.conf and kickstart.
+    "rootpw,"
     # The word for password in other languages (a label an agent copies from a foreign UI, chat or doc).
     "passwort,kennwort,contraseña,contrasena,senha,wachtwoord,mot_de_passe,motdepasse,hasło,haslo,heslo,salasana,"
     "lösenord,losenord,adgangskode,passord,jelszó,jelszo,şifre,parolă,пароль,密码,密碼,口令,パスワード,비밀번호,"
-    "mật_khẩu,mat_khau,पासवर्ड,كلمة_المرور,كلمة_السر,סיסמה,รหัสผ่าน,kata_sandi,kata_laluan,رمز_عبور,পাসওয়ার্ড",
+    "mật_khẩu,mat_khau,पासवर्ड,كلمة_المرور,كلمة_السر,סיסמה,รหัสผ่าน,kata_sandi,kata_laluan,رمز_عبور,পাসওয়ার্ড,"
+    "parola,lozinka,лозинка,парола,geslo,κωδικός,κωδικός_πρόσβασης,slaptažodis,slaptazodis,parole,parool,lykilorð,"
+    "fjalëkalimi,contrasenya,pasahitza,contrasinal,cyfrinair,nenosiri,wagwoord,şifrə,sifre,пароль_доступу,"
+    "salasõna,jelszavad,hesla,pasvorto,பாஸ்வேர்ட்,கடவுச்சொல்,پاس_ورڈ,ពាក្យសម្ងាត់,ລະຫັດຜ່ານ,စကားဝှက်,პაროლი,գաղտնաբառ,"
+    "құпия_сөз,нууц_үг",
 )
 # Fail-closed secret detection (state/failclosed.py): besides what a credential word announces, every random-looking
 # token in no harmless form (hash, id, UUID, public key, placeholder, …) is learnt as a secret at ingest.

@@ -225,7 +225,16 @@ def _random(value: str) -> bool:
         ok = letters + (_SYMBOL.search(value) is not None) >= 2
     else:
         ok = letters >= 2 and _SYMBOL.search(value) is not None
-    return ok and not _wordy(value)
+    return ok and (not _wordy(value) or _scattered(value))
+
+
+_DIGIT_RUN = re.compile(r"\d+")
+
+
+def _scattered(value: str) -> bool:
+    """Digits scattered through letters, five runs of them or more, no separator: no word or identifier is written
+    so (`gxgra11k0x6j8gmsah6j1mcm9v`, a Mattermost token, whose letter runs read like syllables)."""
+    return len(_DIGIT_RUN.findall(value)) >= 5 and not any(char in value for char in "_-.")
 
 
 def _harmless_form(value: str) -> bool:
@@ -390,6 +399,8 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
     what a reference or an example names, in one case and without a digit)."""
     if _VERSION.fullmatch(value) or _REFERENCE.match(value) or _RECORD.fullmatch(value) or _EXPRESSION.match(value):
         return True
+    if _SEALED.match(value) or _SETTING.fullmatch(value) or _STATUS.fullmatch(value):
+        return True
     if value.count(",") >= _ROW_COMMAS:
         return True
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
@@ -422,6 +433,14 @@ _RECORD = re.compile(
 # `data[:22],`, `_cookie_signer_salt(cookie_name`).
 _EXPRESSION = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*[(\[](?:.*[)\],;:]|[^)\]]*)$")
 _ROW_COMMAS = 3  # a value holding three commas or more is a row of fields or a list (`be_api,BACKEND,0,0,13,…`)
+# Ciphertext a tool keeps in place of a secret (only its key opens it): hiera-eyaml's and sops's `ENC[…]`, an
+# Ansible vault, Vault transit's `vault:v1:`, a PGP message's armor, a Bitnami sealed secret (`AgB…`, long).
+_SEALED = re.compile(r"ENC\[|\$ANSIBLE_VAULT;|vault:v\d+:|-----(?:BEGIN|END) PGP MESSAGE-----|AgB[A-Za-z0-9+/]{300}")
+# A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
+# a list item naming a variable (`- DB_PASSWORD`).
+_SETTING = re.compile(r"(?:dword|qword|hex(?:\(\d\))?):[0-9a-fA-F,]+|[a-z][a-z\-]*=[a-z][a-z\-]*|- [A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+# What a tool prints about a password, not a password: `password updated successfully`, `not yet set`.
+_STATUS = re.compile(r"(?:not|never|no|none|unset|empty|missing)(?: [a-z]+){1,5}|[a-z]+(?: [a-z]+){1,5} [a-z]+(?:ly|ed)")
 # One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).
 _NAME_ONLY = re.compile(r"[a-z]+(?:[_\-.][a-z]+)*|[A-Z]+(?:[_\-.][A-Z]+)*")
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from state.sensitive import (
     ANNOUNCING_NAMES,
     FILE_NAME,
+    GLUED_JOIN,
     REDACTED,
     SECRET_ARMOR,
     is_maskable,
@@ -43,7 +44,7 @@ _JOIN = re.compile(
     r"""|(?P<cell>[ \t]*\|[ \t]*)"""
     # `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS), a dash, and the CJK joins that
     # take no spaces (`密码是…`, `密码：…`, `パスワードは…`, `비밀번호는…`).
-    r"""|(?P<is>[ \t]+(?:is|was|are|=|ist|lautet|war|es|est|é|è|är|er|wordt|jest|—|–)[ \t]+|[ \t]*:[ \t]+"""
+    r"""|(?P<is>[ \t]+(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|—|–)[ \t]+|[ \t]*:[ \t]+"""
     r"""|[ \t]*(?:：|是|为|為|は|는|은)[ \t]*)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
@@ -97,13 +98,16 @@ def _form(sign: str, confirm: str, form: str, accepts: Callable[[re.Match[str]],
 # `mosquitto_pub … -u gw -P …`, `xcrun altool -u … -p "…"`). A port (`-p 8883`, `-p 8080:80`) is skipped; an
 # unquoted value must look like a credential (`mysql -u root -p mydb` names a database).
 _USER_THEN_PASSWORD = (
-    r"(?:^|[ \t])(?:-u|--user(?:name)?)(?:[ \t]+|=)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-]\S*)[^\n]{0,200}?[ \t]-[pP](?:[ \t]+|=)?"
+    r"(?:^|[ \t])(?:-[uU]|--user(?:name)?)(?:[ \t]+|=)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-]\S*)[^\n]{0,200}?[ \t]-[pP](?:[ \t]+|=)?"
     r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|[^\s'\"$<{%-][^\s'\"]{7,127}))(?(q)(?P=q))"
 )
 
 
 def _login_password(match: re.Match[str]) -> bool:
-    return match.group("q") is not None or credential_shaped(match.group("secret"))
+    """Quoted, or no word in lower case (`mysql -u root -p orders` names a database; `-P XPJSFNQQQP` is ipmitool's
+    password), and no option of its own (`-P format=html`)."""
+    value = match.group("secret")
+    return match.group("q") is not None or (credential_shaped(value) or not value.islower()) and "=" not in value
 
 
 COMMANDS: tuple[CredentialCommand, ...] = (
@@ -127,7 +131,13 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     _form(" login ", r"(?i: login )\S+ \S", r"^[ \t]*[A-Za-z]{0,4}\d{1,8} (?i:LOGIN) (?:\"[^\"\n]*\"|\S+) (?P<q>\")?(?P<secret>(?(q)[^\"\n]+|\S+))(?(q)\")[ \t]*$"),
     _form("pass ", r"PASS \S", r"^[ \t]*PASS (?P<secret>\S+)[ \t]*$"),
     _form("auth plain ", r"(?i:auth plain )[A-Za-z0-9+/]", r"^[ \t]*(?i:AUTH PLAIN) (?P<secret>[A-Za-z0-9+/]{8,}={0,2})[ \t]*$"),
-    _form(" -u", r" -u(?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
+    _form(" -u", r" -[uU](?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
+    # A login's user and password joined by a colon after a key that says so (squid's `cache_peer … login=u:pw`).
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[^\s:'\"]{1,64}:\S",
+            r"(?i:(?<![\w-])" + re.escape(sign) + r")['\"]?[^\s:'\"@/]{1,64}:(?P<secret>[^\s'\"@]{6,128})") for sign in ("login=", "userpass=", "userinfo=")),
+    # A password store's scheme for a password kept in clear (Dovecot's passwd-file, LDAP): `{PLAIN}pw`, `{CLEARTEXT}pw`.
+    _form("{plain}", r"\{PLAIN\}", r"\{PLAIN\}(?P<secret>[^\s:{}'\"]{6,128})"),
+    _form("{clear", r"\{CLEAR(?:TEXT)?\}", r"\{CLEAR(?:TEXT)?\}(?P<secret>[^\s:{}'\"]{6,128})"),
     _form("--user", r"--user(?:name)?(?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
 )  # fmt: skip
 # What expect typed at a prompt that asks for a password, up to four lines later.
@@ -499,9 +509,50 @@ MAX_PHRASE_WORDS = 24  # a wallet's longest seed phrase
 _APP_PASSWORD = re.compile(r"[a-z]{4}(?P<sep>[ -])[a-z]{4}(?P=sep)[a-z]{4}(?P=sep)[a-z]{4}(?![\w-])")
 
 
+# A wallet's seed: twelve to twenty-four words of its word list, lower case (`also`, `that` are words of the list).
+_SEED_WORDS = re.compile(r"[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![\w'-])")
+# A name that puts a key in a wireless network's section (`wireless.default_radio0.key`, `wifi_key`, `wlan0.key`);
+# for the gate, each sign with the test that a key follows it in the same name.
+_WIFI = re.compile(r"(?i)wireless|wi-?fi|wlan|wpa")
+WIFI_SIGNS = {sign: re.compile(r"(?i)" + re.escape(sign) + r"[\w.\-]{0,40}?key") for sign in ("wireless", "wifi", "wi-fi", "wlan", "wpa")}
+# A last-word name glued to the word before it (`FTPPASS`, `remotepass`, `adminpw`): a word of letters, not a word of
+# prose (`bypass`, `compass`, `surpass`, `trespass`).
+_GLUED = re.compile(r"[A-Za-z]{2,20}?(?:pass|pw|PASS|PW)")
+_NOT_GLUED = ("bypass", "compass", "surpass", "trespass", "encompass", "overpass", "underpass", "impass", "boardingpass", "hallpass")
+
+
+def _glued(name: str, sensitive: frozenset[str]) -> bool:
+    return _GLUED.fullmatch(name) is not None and name.lower() not in _NOT_GLUED and ("pass" in sensitive or "pw" in sensitive)
+
+
+def _glued_value(text: str, end: int) -> tuple[int, int] | None:
+    """The value assigned to a glued name, when it looks like a credential: a password shape, or a run of letters
+    no word has (twelve or more, a vowel at most in five: `kmwbwxcnrlbnlzcj`)."""
+    join = GLUED_JOIN.match(text, end)
+    if join is None:
+        return None
+    at = join.end()
+    while at < len(text) and text[at] in " \t\"'":
+        at += 1
+    bare = _bare_value(text, at)
+    if bare is None:
+        return None
+    value = text[bare[0] : bare[1]]
+    if len(value) < 8 or not is_maskable(value):
+        return None
+    vowels = sum(char in "aeiouAEIOU" for char in value)
+    return bare if credential_shaped(value) or len(value) >= 12 and value.isalpha() and vowels * 5 <= len(value) else None
+
+
 def _phrase(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """(start, end) of the words of a phrase from the value text[start:end] on, when they are words and no prose."""
-    if not _WORD.fullmatch(text, start, end) or text[start:end].lower() in _PROSE or text[start:end].endswith(("ed", "ing", "ly")):
+    """(start, end) of the words of a phrase from the value text[start:end] on, when they are words and no prose; a
+    wallet's seed (twelve words or more in lower case) whole, whatever its words."""
+    if not _WORD.fullmatch(text, start, end):
+        return None
+    seed = _SEED_WORDS.match(text, start)
+    if seed is not None:
+        return seed.span()
+    if text[start:end].lower() in _PROSE or text[start:end].endswith(("ed", "ing", "ly")):
         return None
     words = 1
     while words < MAX_PHRASE_WORDS and (word := _NEXT_WORD.match(text, end)) is not None and text[word.start() + 1 : word.end()].lower() not in _PROSE:
@@ -526,6 +577,13 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             if normalise_key(name).endswith(_SOURCE_SUFFIXES):
                 continue  # where the credential comes from (`--password-stdin`, `password_file`), not the credential
             announcing = not is_sensitive(name, sensitive)
+            if announcing and _glued(name, sensitive):
+                glued = _glued_value(text, end)
+                if glued is not None:
+                    yield glued
+                continue
+            if announcing and _WIFI.search(name):
+                announcing = False  # a wireless section's key is its passphrase (`wireless.radio0.key='…'`)
             if announcing and (not _announces(name) or _public(text, start, name)):
                 continue
             pair = None if announcing else _pair_value(text, start, end)
@@ -572,17 +630,18 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
         for delimiter in _TABLE_DELIMITERS:
             if header.count(delimiter) < 2:
                 continue
-            names = [name.strip().strip("\"'") for name in header.split(delimiter)]
+            names = [name.strip().strip("\"'") for name in _split_cells(header, delimiter)]
             columns = [k for k, name in enumerate(names) if is_sensitive(name, sensitive)]
             if not columns or not all(_HEADER_CELL.fullmatch(name) for name in names):
                 continue
             j = i + 1
             while j < len(lines):
-                cells = lines[j].split(delimiter, len(names) - 1)
+                cells = _split_cells(lines[j], delimiter, len(names) - 1)
                 if len(cells) != len(names) or lines[j].lstrip().startswith("#"):
                     break
                 at = starts[j]
                 for k, cell in enumerate(cells):
+                    at = lines[j].index(cell, at - starts[j]) + starts[j] if delimiter == "\t" else at
                     value = cell.strip().strip("\"'")
                     if k in columns and value:
                         begin = at + cell.index(value)
@@ -591,6 +650,16 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
                 j += 1
             next_free = j
             break
+
+
+_TABS = re.compile(r"\t+")
+
+
+def _split_cells(line: str, delimiter: str, most: int = -1) -> list[str]:
+    """A line's cells; tabs in a run are one delimiter (columns aligned with several tabs: `/etc/ppp/chap-secrets`)."""
+    if delimiter == "\t":
+        return _TABS.split(line.strip("\t"), maxsplit=max(most, 0))
+    return line.split(delimiter, most)
 
 
 def _cookie_spans(text: str) -> Iterator[tuple[int, int]]:

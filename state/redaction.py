@@ -30,6 +30,7 @@ from state.failclosed import may_fail_closed
 from state.freetext import (
     COMMANDS,
     EXPECT_SIGN,
+    WIFI_SIGNS,
     credential_shaped,
     may_hold_login,
     random_token_near,
@@ -72,6 +73,8 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?P<secret>xox[abposr]-[A-Za-z0-9\-]{10,})"),  # Slack tokens
     re.compile(r"\b(?P<secret>AIza[0-9A-Za-z_\-]{35})"),  # Google API keys
     re.compile(r"\b(?P<secret>[sr]k_(?:live|test)_[0-9A-Za-z]{16,})"),  # Stripe secret keys
+    # Other vendors' `sk_` secret keys (Checkout.com's `sk_sbox_…`, Clerk, ElevenLabs): long, with digits in them.
+    re.compile(r"\b(?P<secret>sk_(?:[a-z]{2,8}_)?(?=[A-Za-z]*\d[A-Za-z]*\d)[A-Za-z0-9]{24,})"),
     re.compile(r"\b(?P<secret>sk-(?:proj-|ant-|live-)?[A-Za-z0-9_\-]{32,})"),  # OpenAI / Anthropic style keys
     re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),  # JWTs
     # Self-identifying vendor formats (state/token_formats.py), each at a word start.
@@ -91,6 +94,7 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     # The credential-taking commands and protocol lines state.freetext reads (its one table).
     **{command.sign: command.confirm for command in COMMANDS},
     EXPECT_SIGN: None,
+    **WIFI_SIGNS,
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
 _PATTERN_HINT = re.compile(

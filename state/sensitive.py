@@ -90,8 +90,9 @@ def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
     # A word that is or ends in a sensitive name: db_password, PGPASSWORD, githubToken; not max_tokens, tokenizer.
     # A last-word name is the key's whole last word: db_pass, x_auth; not bypass, pass_rate, author.
     ordered = sorted(sensitive, key=len, reverse=True)
-    words = [f"[_a-z0-9]{re.escape(w)}_" for w in ordered if w not in LAST_WORD_NAMES]
-    words += [f"_{re.escape(w)}_$" for w in ordered if w in LAST_WORD_NAMES]
+    # A name may carry an index of one or two digits (`Password1`, `MqttPassword2`).
+    words = [f"[_a-z0-9]{re.escape(w)}(?:\\d{{1,2}})?_" for w in ordered if w not in LAST_WORD_NAMES]
+    words += [f"_{re.escape(w)}(?:\\d{{1,2}})?_$" for w in ordered if w in LAST_WORD_NAMES]
     return re.compile("|".join(words))
 
 
@@ -206,6 +207,17 @@ def _after_escape(text: str, start: int) -> bool:
     return _ESCAPE.fullmatch(text, max(0, start - 6), start) is not None or _ESCAPE.fullmatch(text, max(0, start - 2), start) is not None
 
 
+def _indexed(text: str, at: int) -> bool:
+    """A name numbered by one or two digits (`Password1`, `token_2` has its own word): the digits end the word."""
+    return _INDEX.match(text, at) is not None
+
+
+_INDEX = re.compile(r"\d{1,2}(?![a-z0-9])")
+# A last-word name glued to the word before it and assigned (`remotepass : …`, `FTPPASS=…`, `adminpw=…`): the
+# free-text rules read it (`state.freetext.value_spans`) when its value looks like a credential.
+GLUED_JOIN = re.compile(r"[\"']?[ \t]*[:=]")
+
+
 def _plural_label(text: str, at: int, rule: int) -> bool:
     """A name in the plural that labels a list (`Passwords:`, `recovery tokens for the bot:`): an `s` ending the
     word, and a colon later on its line (a plural in prose or a JSON key, `"tokens": 900`, stays closed)."""
@@ -232,12 +244,13 @@ def names_a_credential(text: str, sensitive: frozenset[str], announced: Callable
         needles = name_needles(sensitive | ANNOUNCING_NAMES)
         return needles is None or holds_any(lowered, needle_matcher(needles))
     for end, (length, rule) in automaton.iter(lowered):
-        if text[end + 1 : end + 2] in _WORD_CHARS and not _plural_label(text, end + 1, rule):
+        if text[end + 1 : end + 2] in _WORD_CHARS and not _plural_label(text, end + 1, rule) and not _indexed(text, end + 1):
             continue
         if rule != ENDS_WORD:
             start = end - length + 1
             if start > 0 and text[start - 1] in _WORD_CHARS and not text[start].isupper() and not _after_escape(text, start):
-                continue
+                if rule == ANNOUNCING or not GLUED_JOIN.match(text, end + 1):
+                    continue
         if rule != ANNOUNCING or announced(text, end + 1):
             return True
     return False

@@ -202,3 +202,94 @@ def test_a_long_line_of_user_flags_is_read_in_bounded_steps():
     assert len(spans) == 2000
     flood = "x -u " * 20000 + "\n"
     assert list(freetext._cli_spans(flood)) == []
+
+
+SECOND = {
+    "ipmitool's upper-case flags": (
+        "ipmitool -I lanplus -H 10.0.0.9 -U ADMIN -P QWZRTPLMXV chassis status\n",
+        ("QWZRTPLMXV",),
+    ),
+    "a glued env var": ("set FTPUSER=edi\nset FTPPASS=kT7mWq2ZrX9v\n", ("kT7mWq2ZrX9v",)),
+    "a glued option, letters only": (
+        "remoteuser : me@example.org\nremotepass : qzvxkbwtrnhlpcmd\n",
+        ("qzvxkbwtrnhlpcmd",),
+    ),
+    "a numbered name": (
+        "Backlog SSID1 Shop; Password1 otterlantern57; MqttHost 10.0.0.2\n",
+        ("otterlantern57",),
+    ),
+    "a wireless section's key": (
+        "wireless.default_radio0.ssid='Home'\nwireless.default_radio0.key='violet anchor pepper mist'\n",
+        ("violet anchor pepper mist",),
+    ),
+    "a pre-shared key spelt out": (
+        "add authentication-types=wpa2-psk name=office wpa2-pre-shared-key=harborzebra731\n",
+        ("harborzebra731",),
+    ),
+    "a login's user and password": (
+        "cache_peer hq.example.net parent 3128 0 no-query login=branch7:Vw8nQ2rLx5\n",
+        ("Vw8nQ2rLx5",),
+    ),
+    "a password kept in clear": (
+        "ops@mail.example.org:{PLAIN}tundrabasket92:5000:5000::/var/vmail/ops\n",
+        ("tundrabasket92",),
+    ),
+    "a recovery key": (
+        "New personal recovery key = 'QWRT-7KLM-ZXCV-9BNM-ASDF-4GHJ'\n",
+        ("QWRT-7KLM-ZXCV-9BNM-ASDF-4GHJ",),
+    ),
+    "slapd's rootpw": ('suffix\t"dc=example,dc=org"\nrootpw\t\tmq47Lzx9\n', ("mq47Lzx9",)),
+    "a vendor's sk_ key": (
+        'checkoutKey = "sk_sbox_q3vmt7xk2pl9wz4hrn6yc8bd1f"\n',
+        ("sk_sbox_q3vmt7xk2pl9wz4hrn6yc8bd1f",),
+    ),
+    "a token as a line's label": (
+        '$ mmctl token generate bot "alerts"\nq8wza31m0x6j4kvtpe2n7yc5rh: alerts\n',
+        ("q8wza31m0x6j4kvtpe2n7yc5rh",),
+    ),
+    "a tab-aligned table": (
+        '# client\t\t\tserver\tsecret\t\tIP addresses\n"user@isp.example"\t*\t"Nq7RvX2mLp4W"\t*\n',
+        ("Nq7RvX2mLp4W",),
+    ),
+    "a seed whose words are also prose": (
+        "seed phrase: also about that then absorb acoustic adjust afraid agent alley amused ancient\n",
+        ("also about that then absorb acoustic adjust afraid agent alley amused ancient",),
+    ),
+    "other languages": (
+        "Korisničko ime je mbabic, a lozinka: Otter18381\nparola este kB4vQ9zLm\n",
+        ("Otter18381", "kB4vQ9zLm"),
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "values"), SECOND.values(), ids=SECOND.keys())
+def test_round_nine_second_classes_are_learnt_and_masked(text, values):
+    found = detect_secrets(
+        text, SENSITIVE | sensitive_set(["pre_shared_key", "recovery_key", "rootpw", "lozinka", "parola"])
+    )
+    for value in values:
+        assert value in found, (value, found)
+
+
+SECOND_NOT = {
+    "prose words glued to pass": "bypass = northwestern\ncompass: southwesterly\n",
+    "an option after -P": "psql -U app -P format=html -d reports\n",
+    "a wireless keyboard": "the wireless keyboard pairs over wlan0 keys\n",
+    "an identifier with a few digits": "handler2request3 profile7settings_v2 Worker12Queue4\n",
+    "ciphertext under a key": "secret: ENC[PKCS7,MIIBiQYJKoZIhvcNAQcDoIIBejCCAXYCAQAxggEhMIIBHQIBADAFMAACAQ]\n",
+    "a status": "passwd: password updated successfully\n",
+    "a registry type": '"DefaultPassword"=dword:00000005\n',
+}
+
+
+@pytest.mark.parametrize("text", SECOND_NOT.values(), ids=SECOND_NOT.keys())
+def test_round_nine_second_look_alikes_teach_nothing(text):
+    assert {v for v in detect_secrets(text, SENSITIVE) if len(v) >= 6} == set()
+
+
+def test_the_gate_opens_for_each_second_class():
+    """Events go through the one-pass gate first: it must open wherever the rules would find something."""
+    sensitive = SENSITIVE | sensitive_set(["pre_shared_key", "recovery_key", "rootpw", "lozinka", "parola"])
+    for text, values in SECOND.values():
+        found = event_secrets("log", "w1", {"msg": text}, sensitive)
+        assert set(values) <= found, (text, found)
