@@ -34,6 +34,7 @@ from tests.corpus.secrets.holdout4 import generate as holdout4  # noqa: E402
 from tests.corpus.secrets.holdout5 import generate as holdout5  # noqa: E402
 from tests.corpus.secrets.holdout6 import generate as holdout6  # noqa: E402
 from tests.corpus.secrets.holdout7 import generate as holdout7  # noqa: E402
+from tests.corpus.secrets.holdout8 import generate as holdout8  # noqa: E402
 from tests.corpus.secrets.tune import generate as tune  # noqa: E402
 
 Detector = Callable[[str], set[str]]
@@ -134,9 +135,9 @@ def measure(name: str, detect: Detector, docs: list[Document], sensitive: frozen
 
 
 # Parts whose misses are never listed: they stay blind for whoever tunes the detector (HOLDOUT4 and HOLDOUT5 were
-# spent in round 8: their misses were read to find the classes it added; HOLDOUT6 in round 9; HOLDOUT7 is the blind
-# part now).
-BLIND = ("HOLDOUT7",)
+# spent in round 8: their misses were read to find the classes it added; HOLDOUT6 and HOLDOUT7 in round 9;
+# HOLDOUT8 is the blind part now).
+BLIND = ("HOLDOUT8",)
 
 
 def main() -> None:
@@ -148,8 +149,9 @@ def main() -> None:
     parser.add_argument("--holdout4", action="store_true", help="also print the HOLDOUT4 figures (written blind, after HOLDOUT3 was spent; figures only)")
     parser.add_argument("--holdout5", action="store_true", help="also print the HOLDOUT5 figures (written blind, round 7; figures only)")
     parser.add_argument("--holdout6", action="store_true", help="also print the HOLDOUT6 figures (written blind, round 8; spent in round 9)")
-    parser.add_argument("--holdout7", action="store_true", help="also print the HOLDOUT7 figures (written blind, round 9; figures only)")
-    parser.add_argument("--missed", action="store_true", help="list the shapes a candidate missed (never for HOLDOUT7: it stays blind)")
+    parser.add_argument("--holdout7", action="store_true", help="also print the HOLDOUT7 figures (written blind, round 9; spent in round 9)")
+    parser.add_argument("--holdout8", action="store_true", help="also print the HOLDOUT8 figures (written blind, round 9; figures only)")
+    parser.add_argument("--missed", action="store_true", help="list the shapes a candidate missed (never for HOLDOUT8: it stays blind)")
     args = parser.parse_args()
     sensitive = default_sensitive()
     parts = {"TUNE": tune.documents()}
@@ -167,6 +169,8 @@ def main() -> None:
         parts["HOLDOUT6"] = holdout6.documents()
     if args.holdout7:
         parts["HOLDOUT7"] = holdout7.documents()
+    if args.holdout8:
+        parts["HOLDOUT8"] = holdout8.documents()
     print(f"load average {os.getloadavg()}")
     for part, docs in parts.items():
         print(f"\n{part}: {sum(len(d.secrets) for d in docs)} planted values in {len(docs)} documents")

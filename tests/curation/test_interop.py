@@ -10,7 +10,7 @@ import re
 import pytest
 from django.core.management import call_command
 
-from experiments.models import Digest, Experiment, Run
+from experiments.models import Digest, Event, Experiment, Run
 from memory.curation.models import Proposal
 from tests.awp_runtime import FakeLLM, Script, run_delegation_loop, run_with_submanagers
 from tests.conftest import login
@@ -33,6 +33,12 @@ def _prior_block(prompt: str) -> str:
     return match.group(1) if match else ""
 
 
+def _worker_errors(experiment: Experiment) -> list[str]:
+    """What the runtime wrote for each worker that failed (its worker.complete carries an `error`)."""
+    rows = Event.objects.filter(run__experiment=experiment, kind="worker.complete").values_list("agent_id", "payload")
+    return [f"{agent}: {payload['error']}" for agent, payload in rows if isinstance(payload, dict) and "error" in payload]
+
+
 def test_real_run_fact_review_writeback_primes_next_run(tmp_path, asgi_server, page):
     workflow = tmp_path / "wf"
     # Iterations 1 and 3 report ALPHA, iteration 2 BETA: ALPHA lands in 3 digests, BETA in 2.
@@ -44,6 +50,9 @@ def test_real_run_fact_review_writeback_primes_next_run(tmp_path, asgi_server, p
         experiment.refresh_from_db()
         root = Run.objects.get(experiment=experiment, parent__isnull=True)
         assert root.status != "running"
+        # The premise: every worker of the real run delivered (a worker the runtime failed delivers no fact; once in a
+        # full suite one did, and this says why if it happens again).
+        assert _worker_errors(experiment) == [], _worker_errors(experiment)
 
         # The run.complete projector curated the tree after the import committed.
         alpha = Proposal.objects.get(experiment=experiment, kind="fact", text__contains="FACT_ALPHA")

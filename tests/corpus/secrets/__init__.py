@@ -1,6 +1,6 @@
 """A corpus of documents holding credentials, as tools and agents write them, for the secret detector.
 
-Eight parts written by eight generators: `tune` (the shapes the detector was tuned on; the property tests draw
+Nine parts written by nine generators: `tune` (the shapes the detector was tuned on; the property tests draw
 from it), `holdout` (other shapes, other value forms, another seed; written first and never looked at while
 tuning: its figure says how the detector does on text it never saw), `holdout2` (a second blind part, written
 later without reading the detector: shapes and value forms neither earlier part has) and `holdout3` (a third
@@ -9,7 +9,9 @@ blind part, written after HOLDOUT and HOLDOUT2 were spent, with tools and format
 it stays blind for whoever tunes the detector) and `holdout5` (a fifth, written in round 7 by an author who read no
 detector file; kept blind as HOLDOUT4 is) and `holdout6` (a sixth, written in round 8 by an author who read
 no detector file; read in round 9 to find that round's classes) and `holdout7` (a seventh, written in round 9 by an
-author who read no detector file; its figures are printed, its misses never listed).
+author who read no detector file; read in round 9 to find that round's second classes) and `holdout8` (an eighth,
+written in round 9 after HOLDOUT7 was spent, by an author who read no detector file; its figures are printed, its
+misses never listed).
 """
 
 from __future__ import annotations
