@@ -30,6 +30,7 @@ from state.sensitive import (
     is_maskable,
     is_sensitive,
     key_hint,
+    name_hits,
     normalise_key,
 )
 
@@ -566,10 +567,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     hint = key_hint(sensitive | ANNOUNCING_NAMES)
     if hint is not None:
         checked = -1
-        for match in hint.finditer(text):
-            if match.end() <= checked:
+        for hit in name_hits(text, sensitive):
+            if hit[1] <= checked:
                 continue  # inside the name looked at last
-            start, end = _name_at(text, *match.span())
+            start, end = _name_at(text, *hit)
             if end <= checked:
                 continue
             checked = end

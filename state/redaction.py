@@ -48,6 +48,7 @@ from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for th
     is_maskable,
     is_sensitive,
     key_hint,
+    name_hits,
     name_needles,
     names_a_credential,
     needle_matcher,
@@ -294,8 +295,7 @@ def merge_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 def _spans(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     if may_hold_announced(text, sensitive):
-        hint = key_hint(sensitive)
-        if hint is not None and hint.search(text):
+        if name_hits(text, sensitive, announcing=False):
             spans.extend(_key_spans(text, sensitive))
         spans.extend(value_spans(text, sensitive))
         spans.extend(_pattern_spans(text))
@@ -532,8 +532,7 @@ def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
             return
     if not may_hold_announced(text, sensitive):
         return
-    hint = key_hint(sensitive)
-    if hint is not None and hint.search(text):
+    if name_hits(text, sensitive, announcing=False):
         for start, end in _key_spans(text, sensitive):
             yield from _span_values(text[start:end], sensitive)
     for start, end in value_spans(text, sensitive):
