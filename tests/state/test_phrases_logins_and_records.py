@@ -293,3 +293,13 @@ def test_the_gate_opens_for_each_second_class():
     for text, values in SECOND.values():
         found = event_secrets("log", "w1", {"msg": text}, sensitive)
         assert set(values) <= found, (text, found)
+
+
+def test_a_serialized_event_keeps_its_lines_for_the_fail_closed_pass():
+    """JSON escapes were read as two spaces, so a document pushed inside an event became one line, and a label of
+    the line above (`UserID`) made the typed password below it an identifier: found in the document alone, missed
+    in the event (the crawler's blind part showed it). A `\\n` escape is read as a line break now."""
+    text = "$ dscl . -read /Users/desk Hint RealName UserID\nHint: Fjord42#x\nRealName:\n Front Desk\n"
+    assert "Fjord42#x" in detect_secrets(text, SENSITIVE)
+    assert "Fjord42#x" in event_secrets("log", "w1", {"msg": text}, SENSITIVE)
+    assert "Fjord42#x" in event_secrets("tool.call", "w1", {"result": {"stdout": text}}, SENSITIVE)
