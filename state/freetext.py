@@ -29,7 +29,6 @@ from state.sensitive import (
     SECRET_ARMOR,
     is_maskable,
     is_sensitive,
-    key_hint,
     name_hits,
     normalise_key,
 )
@@ -149,10 +148,12 @@ _PROMPT = re.compile(r"(?i)(?:password|passphrase|passcode|pin)[^\n]*:")
 
 def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
     lowered = text.lower()
+    ran: set[re.Pattern[str]] = set()  # a form two signs share (`-u`, `--user`) is read once
     for command in COMMANDS:
-        if command.sign not in lowered:
+        if command.sign not in lowered or command.form in ran:
             continue
         if command.form is not None:
+            ran.add(command.form)
             for match in command.form.finditer(text):
                 if command.accepts is None or command.accepts(match):
                     yield match.span("secret")
@@ -514,8 +515,9 @@ _APP_PASSWORD = re.compile(r"[a-z]{4}(?P<sep>[ -])[a-z]{4}(?P=sep)[a-z]{4}(?P=se
 _SEED_WORDS = re.compile(r"[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![\w'-])")
 # A name that puts a key in a wireless network's section (`wireless.default_radio0.key`, `wifi_key`, `wlan0.key`);
 # for the gate, each sign with the test that a key follows it in the same name.
-_WIFI = re.compile(r"(?i)wireless|wi-?fi|wlan|wpa")
-WIFI_SIGNS = {sign: re.compile(r"(?i)" + re.escape(sign) + r"[\w.\-]{0,40}?key") for sign in ("wireless", "wifi", "wi-fi", "wlan", "wpa")}
+_WIFI_WORDS = ("wireless", "wifi", "wi-fi", "wlan", "wpa")
+_WIFI = re.compile(r"(?i)" + "|".join(map(re.escape, _WIFI_WORDS)))
+WIFI_SIGNS = {sign: re.compile(r"(?i)" + re.escape(sign) + r"[\w.\-]{0,40}?key") for sign in _WIFI_WORDS}
 # A last-word name glued to the word before it (`FTPPASS`, `remotepass`, `adminpw`): a word of letters, not a word of
 # prose (`bypass`, `compass`, `surpass`, `trespass`).
 _GLUED = re.compile(r"[A-Za-z]{2,20}?(?:pass|pw|PASS|PW)")
@@ -564,50 +566,48 @@ def _phrase(text: str, start: int, end: int) -> tuple[int, int] | None:
 def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
     """Where credentials stand in free text after a name without `:`/`=`, after a name that announces them, on a
     command line or in a cookie."""
-    hint = key_hint(sensitive | ANNOUNCING_NAMES)
-    if hint is not None:
-        checked = -1
-        for hit in name_hits(text, sensitive):
-            if hit[1] <= checked:
-                continue  # inside the name looked at last
-            start, end = _name_at(text, *hit)
-            if end <= checked:
+    checked = -1
+    for hit in name_hits(text, sensitive):
+        if hit[1] <= checked:
+            continue  # inside the name looked at last
+        start, end = _name_at(text, *hit)
+        if end <= checked:
+            continue
+        checked = end
+        name = text[start:end].strip(".-_")
+        if normalise_key(name).endswith(_SOURCE_SUFFIXES):
+            continue  # where the credential comes from (`--password-stdin`, `password_file`), not the credential
+        announcing = not is_sensitive(name, sensitive)
+        if announcing and _glued(name, sensitive):
+            glued = _glued_value(text, end)
+            if glued is not None:
+                yield glued
+            continue
+        if announcing and _WIFI.search(name):
+            announcing = False  # a wireless section's key is its passphrase (`wireless.radio0.key='…'`)
+        if announcing and (not _announces(name) or _public(text, start, name)):
+            continue
+        pair = None if announcing else _pair_value(text, start, end)
+        after = _value_after(text, start, end)
+        announced = _announced_after(text, end)
+        phrased = not announcing and normalise_key(name).endswith(_PHRASE_NAMES)
+        # The value after the name's join first; failing that, the one a colon later on the line announces.
+        for found in ((*pair, True) if pair else None, after, None if announced is None else (*announced, False)):
+            if found is None:
                 continue
-            checked = end
-            name = text[start:end].strip(".-_")
-            if normalise_key(name).endswith(_SOURCE_SUFFIXES):
-                continue  # where the credential comes from (`--password-stdin`, `password_file`), not the credential
-            announcing = not is_sensitive(name, sensitive)
-            if announcing and _glued(name, sensitive):
-                glued = _glued_value(text, end)
-                if glued is not None:
-                    yield glued
-                continue
-            if announcing and _WIFI.search(name):
-                announcing = False  # a wireless section's key is its passphrase (`wireless.radio0.key='…'`)
-            if announcing and (not _announces(name) or _public(text, start, name)):
-                continue
-            pair = None if announcing else _pair_value(text, start, end)
-            after = _value_after(text, start, end)
-            announced = _announced_after(text, end)
-            phrased = not announcing and normalise_key(name).endswith(_PHRASE_NAMES)
-            # The value after the name's join first; failing that, the one a colon later on the line announces.
-            for found in ((*pair, True) if pair else None, after, None if announced is None else (*announced, False)):
-                if found is None:
-                    continue
-                words = _phrase(text, found[0], found[1]) if phrased else None
-                app = None if announcing else _APP_PASSWORD.match(text, found[0])
-                if words is not None or app is not None:
-                    yield words if words is not None else app.span()  # type: ignore[union-attr]
-                    break
-                if _credential(text, start, end, found, announcing):
-                    yield found[0], found[1]
-                    break
-        yield from _cookie_spans(text)
-        yield from _column_spans(text, sensitive)
-        if "|" in text:
-            yield from _bar_table_spans(text, sensitive)
-        yield from _listed_spans(text, sensitive, hint)
+            words = _phrase(text, found[0], found[1]) if phrased else None
+            app = None if announcing else _APP_PASSWORD.match(text, found[0])
+            if words is not None or app is not None:
+                yield words if words is not None else app.span()  # type: ignore[union-attr]
+                break
+            if _credential(text, start, end, found, announcing):
+                yield found[0], found[1]
+                break
+    yield from _cookie_spans(text)
+    yield from _column_spans(text, sensitive)
+    if "|" in text:
+        yield from _bar_table_spans(text, sensitive)
+    yield from _listed_spans(text, sensitive)
     yield from _cli_spans(text)  # each command's sign looked for once
     if " / " in text:
         yield from _login_pairs(text)
@@ -740,7 +740,7 @@ def _listable(value: str) -> bool:
     return codes or _password_like(value) or looks_random(value)
 
 
-def _listed_spans(text: str, sensitive: frozenset[str], hint: re.Pattern[str]) -> Iterator[tuple[int, int]]:
+def _listed_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
     for end in _LIST_LABEL_END.finditer(text):
         colon = end.start()
         line_start = text.rfind("\n", 0, colon) + 1
@@ -749,7 +749,7 @@ def _listed_spans(text: str, sensitive: frozenset[str], hint: re.Pattern[str]) -
         if _BLOCK_OPENER.match(text, line_start, colon + 1):
             continue  # a block of code (`try:`, `else:`, `if x:`), not a label
         # Whole words, plurals too (`passwords:`), not `auth` of `authentication`.
-        names = (label[slice(*_name_at(label, *m.span()))] for m in hint.finditer(label))
+        names = (label[slice(*_name_at(label, *hit))] for hit in name_hits(label, sensitive))
         if not any(is_sensitive(name, sensitive) or name[-1:] in "sS" and is_sensitive(name[:-1], sensitive) for name in names):
             continue
         at, listed_any = end.end(), False
