@@ -68,7 +68,7 @@ class IngestOut(Schema):
     last_seq: int
 
 
-def _ingest_experiment(request: HttpRequest, slug: str | None) -> Experiment:
+def ingest_experiment(request: HttpRequest, slug: str | None) -> Experiment:
     caller: Caller = request.auth  # type: ignore[attr-defined]
     if caller.token is not None:
         if slug and slug != caller.token.experiment.slug:
@@ -86,7 +86,7 @@ def _ingest_experiment(request: HttpRequest, slug: str | None) -> Experiment:
     openapi_extra={"responses": {401: {"description": "no credentials"}, 403: {"description": "token of another experiment or without scope ingest"}, 404: {"description": "unknown run"}, 413: {"description": "batch_too_large"}, 422: {"description": "per-item errors"}}},
 )
 def ingest(request: HttpRequest, body: IngestIn) -> dict[str, Any]:
-    experiment = _ingest_experiment(request, body.experiment)
+    experiment = ingest_experiment(request, body.experiment)
     limit = settings.AWP_INGEST_MAX_BATCH
     if len(body.events) > limit:
         raise ApiError(413, "batch_too_large", f"A batch holds at most {limit} events; this one has {len(body.events)}.", max_batch=limit)

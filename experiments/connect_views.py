@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.cache import never_cache
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
 
 from experiments import snippets
 from experiments.access import experiment_view
 from experiments.models import ApiToken, Experiment, Membership
 from experiments.tokens import TokenRefused, issue_token, revoke_token
+
+logger = logging.getLogger(__name__)
 
 
 @require_GET
@@ -71,6 +75,29 @@ def token_revoke(request: HttpRequest, experiment: Experiment, token_pk: int) ->
         return HttpResponse("No active token with this id on this experiment.", status=404)
     messages.success(request, f"Revoked token '{token.name}'. Clients using it now get 401.")
     return redirect("experiments:connect", slug=experiment.slug)
+
+
+@sensitive_post_parameters("values")  # an error report must not print them
+@never_cache
+@require_POST
+@experiment_view(Membership.Role.OWNER)
+def secrets_declare(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    """Values pasted one per line become known secrets (state.declared); the answer names lines, never values."""
+    from state.declared import MAX_DECLARED, declare, refusal
+
+    values = [line.strip() for line in request.POST.get("values", "").splitlines() if line.strip()]
+    if not values:
+        return _render_connect(request, experiment, secrets_error="Paste at least one value, one per line.", status=400)
+    if len(values) > MAX_DECLARED:
+        return _render_connect(request, experiment, secrets_error=f"At most {MAX_DECLARED} values at a time.", status=400)
+    refused = [r for index, value in enumerate(values, start=1) if (r := refusal(index, value)) is not None]
+    if refused:
+        lines = ", ".join(str(r.index) for r in refused)
+        message = f"Nothing was declared. Line{'s' if len(refused) > 1 else ''} {lines}: {refused[0].message}"
+        return _render_connect(request, experiment, secrets_error=message, status=400)
+    new = declare(experiment.pk, values)
+    logger.info("experiment %s: %d secret value(s) declared by user %s on the Connect page, %d new", experiment.slug, len(values), request.user.pk, new)
+    return _render_connect(request, experiment, secrets_declared=len(values), secrets_new=new)
 
 
 def _render_connect(request: HttpRequest, experiment: Experiment, *, status: int = 200, **extra: Any) -> HttpResponse:

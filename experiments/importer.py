@@ -40,6 +40,7 @@ from experiments.models import (
 from experiments.projections import ProjectionContext, handle_workspace_file
 from experiments.projections import WorkspaceFile as WorkspaceFileIn
 from experiments.protocol import ProtocolError, parse_protocol
+from state.declared import StoreWatch
 
 # In watch mode a JSON file that does not parse yet may still be being written by hand (the runtime
 # writes atomically); it becomes a problem once it has been left alone this long.
@@ -96,6 +97,7 @@ class FolderImporter:
         self.final = final
         self._stat_cache: dict[str, tuple[int, int]] = {}
         self._ranks: dict[str, tuple[int, dict[str, int]]] = {}
+        self._stores = StoreWatch()
         self.experiments: dict[int, Experiment] = {}
         self.run_pks: set[int] = set()
         # When a file read too early (JSON still settling) must be read again: a watcher comes back then,
@@ -186,6 +188,7 @@ class FolderImporter:
         scan = layout.scan_workflow(workflow_dir)
         if scan.protocol_path and not experiment.protocol_yaml:
             self._adopt_protocol(experiment, workflow_dir / scan.protocol_path, stats)
+        self._learn_secret_store(experiment, workflow_dir, stats)  # before any text of the pass is stored
         runs = self._ensure_runs(experiment, task, scan, workflow_dir)
         if total:
             total(len(scan.files) + len(scan.memory))
@@ -230,6 +233,20 @@ class FolderImporter:
             return
         experiment.protocol_yaml, experiment.protocol = text, parsed
         experiment.save(update_fields=["protocol_yaml", "protocol", "updated_at"])
+
+    def _learn_secret_store(self, experiment: Experiment, workflow_dir: Path, stats: PassStats) -> None:
+        """The runtime's own secrets (secrets.yaml, .env) become known secrets: masked by value in any shape.
+        A value that cannot be masked by value, or a store that cannot be read, is a problem naming the entry."""
+        reading = self._stores.learn(experiment, workflow_dir)
+        if reading is None:
+            return
+        problems = [self._problem(None, workflow_dir / file, "secret_not_maskable", f"{name}: {message}", key=name) for file, name, message in reading.unmaskable]
+        problems += [self._problem(None, workflow_dir / file, "secret_store_unreadable", f"{file}: {why}; its secrets are not known") for file, why in reading.unreadable]
+        for problem in problems:
+            problem.experiment = experiment
+        if problems:
+            IngestProblem.objects.bulk_create(problems, ignore_conflicts=True)
+            stats.new_problems += len(problems)
 
     def _ensure_runs(self, experiment: Experiment, task: Task | None, scan: layout.WorkflowScan, workflow_dir: Path) -> dict[str, Run]:
         ids = list(scan.runs)

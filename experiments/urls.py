@@ -12,6 +12,7 @@ urlpatterns = [
     path("experiments/<slug:slug>/connect/", connect_views.connect_tab, name="connect"),
     path("experiments/<slug:slug>/connect/tokens", connect_views.token_create, name="token-create"),
     path("experiments/<slug:slug>/connect/tokens/<int:token_pk>/revoke", connect_views.token_revoke, name="token-revoke"),
+    path("experiments/<slug:slug>/connect/secrets", connect_views.secrets_declare, name="secrets-declare"),
     path("experiments/<slug:slug>/protocol/", views.protocol_tab, name="protocol"),
     path("experiments/<slug:slug>/runs/", run_views.runs_tab, name="runs"),
     path("experiments/<slug:slug>/runs/<int:pk>/", run_views.run_detail, name="run-detail"),

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
 
 from awp_site.apierrors import ApiError
 from awp_site.auth import api_auth, authorize_experiment
 from experiments.models import Experiment, Membership, Run, role_at_least
+from state.declared import MAX_DECLARED, declare, refusal
 from state.paths import PathError, format_path, parse_path
 from state.services import path_history, round_reports, state_at_seq, view_as
 from state.services_redaction import redactor_for
@@ -153,3 +154,37 @@ def get_history(request: HttpRequest, run_id: str, path: str, experiment: str | 
 def get_rounds(request: HttpRequest, run_id: str, experiment: str | None = None) -> list[dict[str, Any]]:
     run = run_for(request, run_id, experiment)
     return rounds_out(run.experiment, round_reports(run=run))
+
+
+# ---- declared secrets -----------------------------------------------------------------------------
+
+
+class SecretsIn(Schema):
+    values: list[Any] = Field(
+        ..., json_schema_extra={"items": {"type": "string"}},
+        description=f"the runtime's secret values (at most {MAX_DECLARED}); masked by value on every way out from now on, never shown",
+    )  # fmt: skip
+    experiment: str | None = Field(None, description="experiment slug; optional with a token (must be the token's), required with a session")
+
+
+class SecretsOut(Schema):
+    declared: int = Field(..., description="values accepted (all of them: a refused value refuses the request)")
+    new: int = Field(..., description="values the experiment did not know yet")
+
+
+@router.post(
+    "/secrets",
+    response=SecretsOut,
+    summary="Declare secret values to mask by value (the runtime's secrets.yaml or .env values; all or nothing)",
+    openapi_extra={"responses": {401: {"description": "no credentials"}, 403: {"description": "token of another experiment or without scope ingest"}, 422: {"description": "per-item errors (index and code, never the value)"}}},
+)
+def declare_secrets(request: HttpRequest, body: SecretsIn) -> dict[str, int]:
+    from experiments.api import ingest_experiment
+
+    experiment = ingest_experiment(request, body.experiment)
+    if len(body.values) > MAX_DECLARED:
+        raise ApiError(413, "too_many_secrets", f"Declare at most {MAX_DECLARED} values at a time; this request has {len(body.values)}.", max_values=MAX_DECLARED)
+    errors = [refused.as_dict() for index, value in enumerate(body.values) if (refused := refusal(index, value)) is not None]
+    if errors:
+        raise ApiError(422, "invalid_secrets", f"{len(errors)} value(s) cannot be masked by value; nothing was learnt.", errors=errors)
+    return {"declared": len(body.values), "new": declare(experiment.pk, body.values)}

@@ -146,3 +146,16 @@ def test_a_server_that_is_down_is_retried_then_reported() -> None:
         client.flush()
     assert len(slept) == 2
     client.close()  # the failed batch left the buffer: nothing more to send
+
+
+def test_declared_secrets_go_to_their_endpoint_and_a_refusal_is_raised(server: FakeServer) -> None:
+    server.answers = [(200, {}, {"declared": 2, "new": 1}), (422, {}, {"code": "invalid_secrets", "errors": [{"index": 0, "code": "too_short"}]})]
+    with IngestClient(server.url, token="awp_t", run_id="r1") as client:
+        assert client.declare_secrets(iter(["plum orchard velvet 1987", "Tr0ub4dor&3"])) == 1
+        with pytest.raises(IngestError) as refused:
+            client.declare_secrets(["abc"])
+    assert refused.value.code == "invalid_secrets"
+    assert [(path, body) for path, _, body in server.received] == [
+        ("/api/v1/secrets", {"values": ["plum orchard velvet 1987", "Tr0ub4dor&3"]}),
+        ("/api/v1/secrets", {"values": ["abc"]}),
+    ]

@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -132,6 +132,12 @@ class IngestClient:
             seqs.extend(answer["seqs"])
         self.seqs.extend(seqs)
         return seqs
+
+    def declare_secrets(self, values: Iterable[str]) -> int:
+        """Tell the server which values are secret (the runtime's own, in any shape) before any event carries them:
+        each is masked by value on every way out from then on. Returns how many were new; never echoes them."""
+        answer = self.transport.post_json("/api/v1/secrets", {"values": list(values)}, error=IngestError)
+        return int(answer["new"])
 
     def close(self) -> None:
         self.flush()
