@@ -260,7 +260,9 @@ def _human(rng: random.Random, marks: str = "!.?$#") -> str:
     """What a person picks: a capitalised word, a year or a number, a mark."""
     word = rng.choice(_VOCAB)
     number = rng.randint(1971, 2026) if rng.random() < 0.5 else rng.randint(10, 999)
-    return word[0].upper() + word[1:] + str(number) + rng.choice(marks)
+    value = word[0].upper() + word[1:] + str(number) + rng.choice(marks)
+    # A short word and two digits: the number padded as people pad it (every value is 8 characters or more).
+    return value if len(value) >= 8 else word[0].upper() + word[1:] + str(number).zfill(4) + value[-1]
 
 
 def _human_plain(rng: random.Random) -> str:
