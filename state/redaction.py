@@ -118,8 +118,9 @@ def _pattern_spans(text: str) -> Iterator[tuple[int, int]]:
 
 # A key with its decoration and separator: "key": / 'key': / \"key\": / **key**: / `key`: / key= / KEY = / key =>.
 _KEY = re.compile(
-    r"""(?:(?<![\w\-])|(?<=\\[nrt]))(?P<lead>\\*["'`]|\*{1,2}|_{1,2})?(?P<name>[A-Za-z][\w\-.]*?)(?P<trail>\\*["'`]|\*{1,2}|_{1,2})?"""
-    r"""(?P<sp>[ \t]*)(?P<sep>:\*{0,2}(?![:/])|=>|=(?![=~]))[ \t]*"""
+    r"""(?:(?<![\w\-])|(?<=\\[nrt]))(?P<lead>\\*["'`]|(?P<bold>\*{1,2})|_{1,2})?(?P<name>[A-Za-z][\w\-.]*?)(?P<trail>\\*["'`]|\*{1,2}|_{1,2})?"""
+    # `**key:**`: the stars after the colon close the bold the name opened (else they start the value: `__token__:****@…`)
+    r"""(?P<sp>[ \t]*)(?P<sep>:(?(bold)\*{0,2})(?![:/])|=>|=(?![=~]))[ \t]*"""
 )
 _OPEN = {"{": "}", "[": "]", "(": ")"}
 _STOP_IN_STRUCTURE = ",}])\n"
@@ -461,8 +462,13 @@ def _held_values(value: Any, sensitive: frozenset[str]) -> Iterator[str]:
         for key, item in value.items():
             if is_sensitive(str(key), sensitive):
                 yield from _held_values(item, sensitive)
-            else:
+            elif normalise_key(str(key)) not in _DOC_FIELDS:
                 yield from (leaf for leaf in _leaves(item) if credential_shaped(leaf))
+
+
+# Members that document a field rather than hold its value: a schema's or a form's words about a credential
+# (`"password_env": {"type": "string", "description": "name of the env var holding the password"}`).
+_DOC_FIELDS = frozenset({"description", "title", "help", "help_text", "summary", "comment", "hint", "placeholder", "doc", "docstring"})
 
 
 def _leaves(value: Any) -> Iterator[str]:
@@ -494,7 +500,8 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
         for member in _MEMBER.finditer(stripped):
             keyed += 1
             value = member.group("quoted") if member.group("quoted") is not None else member.group("bare")
-            if value and (is_sensitive(member.group("key"), sensitive) or credential_shaped(value)):
+            key = member.group("key")
+            if value and (is_sensitive(key, sensitive) or credential_shaped(value) and normalise_key(key) not in _DOC_FIELDS):
                 yield value
         if not keyed:  # a list: its items are the key's values
             yield from (m.group(2) for m in _QUOTED.finditer(stripped) if m.group(2))
