@@ -33,19 +33,28 @@ from state.sensitive import (
     normalise_key,
 )
 
+# `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS): Latvian and Lithuanian `ir`/`yra`,
+# Swahili `ni`, Tagalog `ay`, Welsh `yw`/`ydy`, Albanian `është`, Georgian `არის`, Malay `ialah`/`adalah`,
+# Catalan `és`, Bulgarian and Serbian `е`, Vietnamese `là`.
+_COPULA = r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|—|–)"
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
     # A tag's end, after its attributes when the name opens an element (`<Pass encoding="base64">x</Pass>`).
     r"""|(?P<tag>(?P<attrs>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>\n]*"|'[^'<>\n]*'))*)>)"""
     r"""|(?P<eq>[ \t]*(?:=>|=(?!>))[ \t]*(?=\S))"""
+    # A COBOL data item's picture, then its VALUE clause (`01 WS-DB-PASSWORD PIC X(16) VALUE '…'.`).
+    r"""|(?P<pic>[ \t]+(?i:PIC(?:TURE)?)[ \t]+\S+[ \t]+(?i:VALUE)[ \t]+)"""
     # A network device's type of the secret after its name (`password 0 x`, `key 7 0822…`: IOS, NX-OS, EOS).
     r"""|(?P<ios>[ \t]+[07][ \t]+(?=\S))"""
     r"""|(?P<cell>[ \t]*\|[ \t]*)"""
-    # `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS), a dash, and the CJK joins that
-    # take no spaces (`密码是…`, `密码：…`, `パスワードは…`, `비밀번호는…`).
-    r"""|(?P<is>[ \t]+(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|—|–)[ \t]+|[ \t]*:[ \t]+"""
+    # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
+    # `비밀번호는…`).
+    r"""|(?P<is>[ \t]+""" + _COPULA + r"""[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
     r"""|[ \t]*(?:：|是|为|為|は|는|은)[ \t]*)"""
+    # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
+    # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,4}?[ \t]+""" + _COPULA.replace("=|", "") + r"""[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
@@ -450,6 +459,10 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         typed = _TYPED_STRING.match(text, at)
         if typed:
             return typed.start(2), typed.end(2), False
+    if kind == "qual":
+        quoted = _QUOTED_VALUE.match(text, at)
+        found = quoted.span(2) if quoted else _bare_value(text, at)
+        return (*found, False) if found is not None and credential_shaped(text[found[0] : found[1]]) else None
     literal = _SQL_STRING.match(text, at) if text[at] in "'NnEe" else None
     if literal and (literal.start(1) > at + 1 or "''" in literal.group(1)):
         return literal.start(1), literal.end(1), kind != "space"
@@ -469,7 +482,7 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         line_end = len(text) if line_end == -1 else line_end
         if text[end:line_end].strip():
             return None
-    return start, end, kind in ("attr", "eq")
+    return start, end, kind in ("attr", "eq", "pic")
 
 
 _CODE_NAME = re.compile(r"[A-Za-z_][\w.]*")
