@@ -35,8 +35,8 @@ from state.sensitive import (
 
 # `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS): Latvian and Lithuanian `ir`/`yra`,
 # Swahili `ni`, Tagalog `ay`, Welsh `yw`/`ydy`, Albanian `është`, Georgian `არის`, Malay `ialah`/`adalah`,
-# Catalan `és`, Bulgarian and Serbian `е`, Vietnamese `là`.
-_COPULA = r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|—|–)"
+# Catalan `és`, Bulgarian `е`, Serbian `је`, Vietnamese `là`.
+_COPULA = r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|—|–)"
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -119,6 +119,31 @@ def _login_password(match: re.Match[str]) -> bool:
     return match.group("q") is not None or (credential_shaped(value) or not value.islower()) and "=" not in value
 
 
+# A value piped into a command that stores it as a secret (`echo "…" | npx wrangler secret put NAME`, `printf %s … |
+# gh secret set NAME`, `… | docker login --password-stdin`, `… | vercel env add NAME production`).
+_PIPED = re.compile(
+    r"""(?:^|(?<=[\s;&(]))(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?:['"]?%s(?:\\n)?['"]?[ \t]+)?"""
+    r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|[^\s'"|$%\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\|[ \t]*[^\n|]{0,120}?"""
+    r"""(?i:secrets?[ \t]+(?:put|set|create|add)\b|--password-stdin|env[ \t]+add\b)""",
+    re.M,
+)
+_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add")
+# A database connection opened in code with the password as its third argument (Perl's `DBI->connect($dsn, $user,
+# '…')`, PHP's `new PDO($dsn, 'app', '…')`, `new mysqli('db', 'app', '…')`, `mysqli_connect(…)`), quoted, a quote
+# escaped inside (`'it\'s'`).
+_ARGUMENT = r"""(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|\$\w+)"""
+_CONNECT = re.compile(
+    r"""(?:->connect(?:_cached)?|\bnew[ \t]+\\?(?:PDO|mysqli)|\bmysqli?_connect)[ \t]*\([ \t\r\n]*(?:""" + _ARGUMENT
+    + r"""[ \t\r\n]*,[ \t\r\n]*){2}(?P<q>['"])(?P<secret>(?:(?!(?P=q))[^\\\n]|\\.){1,256})(?P=q)"""
+)
+_CONNECT_SIGNS = ("->connect", "pdo", "mysqli", "mysql_connect")
+
+
+def _shared_form(sign: str, form: re.Pattern[str]) -> CredentialCommand:
+    """A form several signs point at (read once per text, whichever sign found it)."""
+    return CredentialCommand(sign, re.compile("(?i:" + re.escape(sign) + ")"), form=form)
+
+
 COMMANDS: tuple[CredentialCommand, ...] = (
     _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"[ \t]-p(?P<secret>[^\s'\"-][^\s'\"]*)", r"[ \t]--password[ \t]+" + _VALUE),
     _tool("redis-cli", r"redis-cli", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
@@ -148,6 +173,8 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     _form("{plain}", r"\{PLAIN\}", r"\{PLAIN\}(?P<secret>[^\s:{}'\"]{6,128})"),
     _form("{clear", r"\{CLEAR(?:TEXT)?\}", r"\{CLEAR(?:TEXT)?\}(?P<secret>[^\s:{}'\"]{6,128})"),
     _form("--user", r"--user(?:name)?(?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
+    *(_shared_form(sign, _PIPED) for sign in _PIPED_SIGNS),
+    *(_shared_form(sign, _CONNECT) for sign in _CONNECT_SIGNS),
 )  # fmt: skip
 # What expect typed at a prompt that asks for a password, up to four lines later.
 EXPECT_SIGN = "send: sending"
@@ -560,9 +587,18 @@ def _glued_value(text: str, end: int) -> tuple[int, int] | None:
     return bare if credential_shaped(value) or len(value) >= 12 and value.isalpha() and vowels * 5 <= len(value) else None
 
 
+# Words joined by one dash, dot or underscore, as diceware and password managers write a passphrase.
+_WORD_JOINED = re.compile(r"[A-Za-z]{2,24}(?P<sep>[-._])[A-Za-z]{2,24}(?:(?P=sep)[A-Za-z]{2,24})+")
+
+
 def _phrase(text: str, start: int, end: int) -> tuple[int, int] | None:
     """(start, end) of the words of a phrase from the value text[start:end] on, when they are words and no prose; a
-    wallet's seed (twelve words or more in lower case) whole, whatever its words."""
+    wallet's seed (twelve words or more in lower case) whole, whatever its words; the words joined by one mark
+    (`mango-lemur-cinnamon-orchid`), four at least."""
+    joined = _WORD_JOINED.fullmatch(text, start, end)
+    if joined is not None:
+        words = re.split(r"[-._]", joined.group().lower())
+        return (start, end) if len(words) >= _MIN_PHRASE_WORDS and not _PROSE.intersection(words) else None
     if not _WORD.fullmatch(text, start, end):
         return None
     seed = _SEED_WORDS.match(text, start)
@@ -622,8 +658,28 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         yield from _bar_table_spans(text, sensitive)
     yield from _listed_spans(text, sensitive)
     yield from _cli_spans(text)  # each command's sign looked for once
+    yield from _typed_into_spans(text, sensitive)
     if " / " in text:
         yield from _login_pairs(text)
+
+
+# What a browser test or an agent types into a page's field: Selenium's `send_keys`, Playwright's `fill`/`type`/
+# `pressSequentially`, Cypress's `type`, WebdriverIO's `setValue`, with a literal; the field is named by the locator
+# before the call on its line (`find_element(By.ID, "login_password").send_keys("…")`, `getByLabel('Password')`)
+# or by the call's first argument (`page.fill('#password', '…')`).
+_TYPE_CALL = re.compile(
+    r"""\.(?:send_?[kK]eys|fill|type|setValue|set_value|pressSequentially|press_sequentially)\([ \t]*"""
+    r"""(?:(?P<field>['"][^'"\n]{1,120}['"])[ \t]*,[ \t]*)?(?P<q>['"`])(?P<secret>[^'"`\n]{1,256})(?P=q)[ \t]*[,)]"""
+)
+_LOCATOR_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _typed_into_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    for call in _TYPE_CALL.finditer(text):
+        field = call.group("field") or _line_before(text, call.start())[-160:]
+        quoted = "".join(m.group(2) for m in _QUOTED_VALUE.finditer(field)) if call.group("field") is None else field
+        if any(is_sensitive(word, sensitive) for word in _LOCATOR_WORD.findall(normalise_key(quoted).replace("_", " "))):
+            yield call.span("secret")
 
 
 _HEADER_CELL = re.compile(r"[A-Za-z][\w .\-]{0,40}")
