@@ -839,3 +839,35 @@ def _listed_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
                 break
             yield at + listed.start("value"), at + listed.start("value") + len(value)
             at, listed_any = line_end + 1, True
+
+
+# UTF-8 read as Latin-1 (Facebook's and Instagram's exports write every character beyond ASCII so: `Лозинка` as
+# `\u00d0\u009b\u00d0\u00be…`): a label in another script is unreadable until the bytes are read as UTF-8 again.
+_LATIN1_RUN = re.compile("[\u0080-\u00ff]{2,}")
+_ESCAPED_RUN = re.compile(r"(?:\\u00[89a-fA-F][0-9a-fA-F]){2,}")
+
+
+def unmojibaked(text: str) -> str | None:
+    """The text with each run of Latin-1 characters (or their JSON escapes) that is UTF-8 read as Latin-1 decoded
+    again, or None when it holds none."""
+    if text.isascii() and "\\u00" not in text:
+        return None
+    repaired = _ESCAPED_RUN.sub(_decoded_escapes, text) if "\\u00" in text else text
+    if not repaired.isascii():
+        repaired = _LATIN1_RUN.sub(_decoded, repaired)
+    return repaired if repaired != text else None
+
+
+def _decoded(run: re.Match[str]) -> str:
+    try:
+        return run.group().encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        return run.group()
+
+
+def _decoded_escapes(run: re.Match[str]) -> str:
+    raw = bytes(int(run.group()[at + 4 : at + 6], 16) for at in range(0, len(run.group()), 6))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return run.group()

@@ -34,6 +34,7 @@ from state.freetext import (
     credential_shaped,
     may_hold_login,
     random_token_near,
+    unmojibaked,
     value_spans,
 )
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
@@ -588,7 +589,10 @@ def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
 
 def may_hold_announced(serialized: str, sensitive: frozenset[str]) -> bool:
     """`may_hold_secrets` for the key, free-text and pattern masks alone (the fail-closed pass aside)."""
-    return names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_login(serialized)
+    if names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_login(serialized):
+        return True
+    repaired = unmojibaked(serialized)  # a label in another script written as UTF-8 read as Latin-1
+    return repaired is not None and names_a_credential(repaired, sensitive, random_token_near)
 
 
 def _holds_form(text: str) -> bool:
