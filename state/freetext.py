@@ -551,6 +551,14 @@ MAX_PHRASE_WORDS = 24  # a wallet's longest seed phrase
 _APP_PASSWORD = re.compile(r"[a-z]{4}(?P<sep>[ -])[a-z]{4}(?P=sep)[a-z]{4}(?P=sep)[a-z]{4}(?![\w-])")
 
 
+# Words a speaker says how to type (`the password is rhubarb falcon pumpkin, all lower case with spaces`): two to
+# six words in lower case, then, after a comma or a dash, how they are written.
+_SPOKEN_WORDS = re.compile(
+    r"(?P<secret>[a-z]{2,24}(?: [a-z]{2,24}){1,5})[ \t]*[,;(—–-][ \t]*(?:[a-z']+[ \t]+){0,3}?"
+    r"(?:lower[ -]?case|upper[ -]?case|small letters|with (?:the )?spaces|no spaces|all caps|in capitals)"
+)
+# Words of prose or of the remark itself (`use lower case, upper case and digits` is a policy, not a password).
+_NOT_SPOKEN = _PROSE | {"use", "lower", "upper", "case", "caps", "capital", "capitals", "letters", "spaces", "space", "small", "digits"}
 # A wallet's seed: twelve to twenty-four words of its word list, lower case (`also`, `that` are words of the list).
 _SEED_WORDS = re.compile(r"[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![\w'-])")
 # A name that puts a key in a wireless network's section (`wireless.default_radio0.key`, `wifi_key`, `wlan0.key`);
@@ -648,6 +656,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             app = None if announcing else _APP_PASSWORD.match(text, found[0])
             if words is not None or app is not None:
                 yield words if words is not None else app.span()  # type: ignore[union-attr]
+                break
+            spoken = None if announcing else _SPOKEN_WORDS.match(text, found[0])
+            if spoken is not None and not _NOT_SPOKEN.intersection(spoken.group("secret").split()):
+                yield spoken.span("secret")
                 break
             if _credential(text, start, end, found, announcing):
                 yield found[0], found[1]
