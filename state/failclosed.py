@@ -473,9 +473,9 @@ _REFERENCE = re.compile(
     | [a-z][a-z_\-]*(?:/[a-z][a-z_\-]*){2,}$                                             # a store's path of words
     | \((?:sensitive(?:\ value)?|known\ after\ apply)\)$                                # Terraform's plan
     | _[a-z][a-z0-9]*(?:_[a-z0-9]+)*$                                                   # a private name in code
-    | \$\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)$ | `[^`\n]+`$                             # a command's output: $(op read …)
-    | (?:process\.env|import\.meta\.env|window|globalThis|Deno\.env)(?:\.[\w$]+|\[[^\]\n]+\])+!?$    # read at run time
-    | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\]$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)$
+    | \$\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)$ | `[^`\n]+`$ | \$\([\w.\-/]*$             # a command's output: $(op read …)
+    | (?:process\.env|import\.meta\.env|window|globalThis|Deno\.env)(?:\.[\w$]+|\[[^\]\n]+\])+!?[;,]?$    # read at run time
+    | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
     | ![a-z][\w-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                                    # a YAML tag (`!vault |`, `!secret db_pw`)
     """
 )
