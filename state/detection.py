@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from state.detector_switch import fail_closed_enabled
 from state.failclosed import fail_closed_secrets, harmless_value
-from state.freetext import unmojibaked
 from state.redaction import text_secrets
 
 
@@ -21,9 +20,6 @@ def detect_secrets(text: str, sensitive: frozenset[str], *, fail_closed: bool | 
     """Values in `text` that are credentials: under a sensitive name in any shape, in a known token format, and
     (fail-closed) any random-looking token that is in no harmless form."""
     found = text_secrets(text, sensitive)
-    repaired = unmojibaked(text)
-    if repaired is not None:
-        found |= {value for value in text_secrets(repaired, sensitive) if value in text}
     if fail_closed if fail_closed is not None else fail_closed_enabled():
         return with_fail_closed(text, sensitive, found)
     return learnable(found, sensitive)

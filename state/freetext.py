@@ -856,7 +856,9 @@ def _listed_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
 # UTF-8 read as Latin-1 (Facebook's and Instagram's exports write every character beyond ASCII so: `Лозинка` as
 # `\u00d0\u009b\u00d0\u00be…`): a label in another script is unreadable until the bytes are read as UTF-8 again.
 _LATIN1_RUN = re.compile("[\u0080-\u00ff]{2,}")
-_ESCAPED_RUN = re.compile(r"(?:\\u00[89a-fA-F][0-9a-fA-F]){2,}")
+# The escapes as JSON writes them, or escaped once more (the text serialized inside an event: `\\u00d0`).
+_ESCAPED_RUN = re.compile(r"(?:\\{1,2}u00[89a-fA-F][0-9a-fA-F]){2,}")
+_ESCAPED_BYTE = re.compile(r"u00([0-9a-fA-F]{2})")
 
 
 def unmojibaked(text: str) -> str | None:
@@ -878,7 +880,7 @@ def _decoded(run: re.Match[str]) -> str:
 
 
 def _decoded_escapes(run: re.Match[str]) -> str:
-    raw = bytes(int(run.group()[at + 4 : at + 6], 16) for at in range(0, len(run.group()), 6))
+    raw = bytes(int(byte, 16) for byte in _ESCAPED_BYTE.findall(run.group()))
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:

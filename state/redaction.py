@@ -529,6 +529,13 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
 
 
 def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
+    yield from _read_secrets(text, sensitive)
+    repaired = unmojibaked(text)  # a label in another script written as UTF-8 read as Latin-1: read again as UTF-8
+    if repaired is not None:
+        yield from (value for value in _read_secrets(repaired, sensitive) if value in text)
+
+
+def _read_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
     stripped = text.strip()
     if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
         try:
