@@ -108,7 +108,7 @@ def _form(sign: str, confirm: str, form: str, accepts: Callable[[re.Match[str]],
 # unquoted value must look like a credential (`mysql -u root -p mydb` names a database).
 _USER_THEN_PASSWORD = (
     r"(?:^|[ \t])(?:-[uU]|--user(?:name)?)(?:[ \t]+|=)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-]\S*)[^\n]{0,200}?[ \t]-[pP](?:[ \t]+|=)?"
-    r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|[^\s'\"$<{%-][^\s'\"]{7,127}))(?(q)(?P=q))"
+    r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|(?!%[\w.]+%)[^\s'\"$<{-][^\s'\"]{7,127}))(?(q)(?P=q))"
 )
 
 
@@ -123,7 +123,7 @@ def _login_password(match: re.Match[str]) -> bool:
 # gh secret set NAME`, `… | docker login --password-stdin`, `… | vercel env add NAME production`).
 _PIPED = re.compile(
     r"""(?:^|(?<=[\s;&(]))(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?:['"]?%s(?:\\n)?['"]?[ \t]+)?"""
-    r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|[^\s'"|$%\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\|[ \t]*[^\n|]{0,120}?"""
+    r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|(?!%[\w.]+%)[^\s'"|$\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\|[ \t]*[^\n|]{0,120}?"""
     r"""(?i:secrets?[ \t]+(?:put|set|create|add)\b|--password-stdin|env[ \t]+add\b)""",
     re.M,
 )
