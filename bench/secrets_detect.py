@@ -136,7 +136,7 @@ def measure(name: str, detect: Detector, docs: list[Document], sensitive: frozen
 
 # Parts whose misses are never listed: they stay blind for whoever tunes the detector (HOLDOUT4 and HOLDOUT5 were
 # spent in round 8: their misses were read to find the classes it added; HOLDOUT6 and HOLDOUT7 in round 9;
-# HOLDOUT8 is the blind part now).
+# HOLDOUT8 in round 10).
 BLIND = ("HOLDOUT8",)
 
 
@@ -150,8 +150,8 @@ def main() -> None:
     parser.add_argument("--holdout5", action="store_true", help="also print the HOLDOUT5 figures (written blind, round 7; figures only)")
     parser.add_argument("--holdout6", action="store_true", help="also print the HOLDOUT6 figures (written blind, round 8; spent in round 9)")
     parser.add_argument("--holdout7", action="store_true", help="also print the HOLDOUT7 figures (written blind, round 9; spent in round 9)")
-    parser.add_argument("--holdout8", action="store_true", help="also print the HOLDOUT8 figures (written blind, round 9; figures only)")
-    parser.add_argument("--missed", action="store_true", help="list the shapes a candidate missed (never for HOLDOUT8: it stays blind)")
+    parser.add_argument("--holdout8", action="store_true", help="also print the HOLDOUT8 figures (written blind, round 9; spent in round 10)")
+    parser.add_argument("--missed", action="store_true", help="list the shapes a candidate missed (never for a part in BLIND: it stays blind)")
     args = parser.parse_args()
     sensitive = default_sensitive()
     parts = {"TUNE": tune.documents()}

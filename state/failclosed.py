@@ -24,6 +24,7 @@ A text whose tokens never switch kind often enough costs one translate and one r
 from __future__ import annotations
 
 import bisect
+import ipaddress
 import re
 from collections.abc import Iterator
 
@@ -84,6 +85,8 @@ _ID_FORMS = re.compile(
     | [a-z0-9]+(?:-[a-z0-9]+)*-[a-z0-9]{8,10}-[a-z0-9]{5}$                                # Kubernetes pod name
     | (?:cus|ch|pi|pm|py|in|ii|sub|si|prod|price|evt|txn|acct|re|req|po|tr|src|card|ba|seti|cs|plink)_[A-Za-z0-9]{8,}$  # Stripe object ids
     | [UANOCX][A-Z2-7]{55}$                                                             # a NATS public nkey
+    | age1[02-9ac-hj-np-z]{58}$                                                         # an age recipient (public key)
+    | pk_(?:live|test)_[A-Za-z0-9]{24,}$                                                # a Stripe publishable key
     | baf[a-z2-7]{40,}$ | Qm[1-9A-HJ-NP-Za-km-z]{44}$ | k51qzi5uqu5[a-z0-9]{40,}$          # content ids
     """
 )
@@ -96,9 +99,11 @@ _COLON_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}:){7,}[0-9A-Fa-f]{2}")  # a fingerpri
 _DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,")
 _FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$")
 # A placeholder: `<your-token>`, `${{ secrets.X }}`, `%TOKEN%`, `xxxx`, `****`, `...`, `your-…`, `…-here`, an
-# example's value (`changeme`, `example-password`), a vendor's prefix alone (`whsec_`, `sk-`).
+# example's value (`changeme`, `example-password`), a vendor's prefix alone (`whsec_`, `sk-`), the mark a tool
+# leaves where it dropped a value (Sentry's `[Filtered]`, `[REDACTED]`).
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}|…).*|your[-_].*|.*[-_]here"
+    r"|\[(?:filtered|redacted|masked|hidden|removed|sensitive|secret|scrubbed)\]"
     r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)|[a-z]{2,8}[_-])$"
 )
 # A public block: its body is no secret.
@@ -122,6 +127,25 @@ def public_blocks(text: str) -> list[tuple[int, int]]:
     return blocks
 
 
+_VAULT_HEADER = "$ANSIBLE_VAULT;"
+_VAULT_LINES = re.compile(r"(?:\r?\n[ \t]*[0-9a-f]{16,}[ \t]*)+")
+
+
+def vault_blocks(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each Ansible vault (`$ANSIBLE_VAULT;1.1;AES256` and the lines of hex under it): ciphertext,
+    whose key is elsewhere."""
+    blocks: list[tuple[int, int]] = []
+    at = text.find(_VAULT_HEADER)
+    while at != -1:
+        line_end = text.find("\n", at)
+        body = _VAULT_LINES.match(text, line_end) if line_end != -1 else None
+        end = body.end() if body is not None else len(text) if line_end == -1 else line_end
+        if not blocks or at >= blocks[-1][1]:
+            blocks.append((at, end))
+        at = text.find(_VAULT_HEADER, end)
+    return blocks
+
+
 def _in_blocks(blocks: list[tuple[int, int]], starts: list[int], pos: int) -> bool:
     i = bisect.bisect_right(starts, pos) - 1
     return i >= 0 and pos < blocks[i][1]
@@ -135,7 +159,7 @@ IDENTIFIER_WORDS = frozenset({
     "span", "request", "correlation", "version", "versionid", "build", "integrity", "fingerprint", "nonce", "serial",
     "blob", "tree", "oid", "cursor", "kid", "rev", "revision", "ref", "parent", "head", "merge", "public", "pub",
     "pubkey", "peer", "cid", "ipfs", "ipns", "etags", "crc", "crc32", "object", "image", "layer", "container",
-    "tag", "git", "fp", "thumbprint", "salt", "mac", "avatar", "gravatar", "cache", "blurhash",
+    "tag", "git", "fp", "thumbprint", "salt", "mac", "avatar", "gravatar", "cache", "blurhash", "tracestate", "accessor", "accessors",
 })  # fmt: skip
 # Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
 BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", "webp", "content", "body", "blob", "file"})
@@ -237,9 +261,21 @@ def _scattered(value: str) -> bool:
     return len(_DIGIT_RUN.findall(value)) >= 5 and not any(char in value for char in "_-.")
 
 
+def _ip_address(value: str) -> bool:
+    """An IPv6 address (`fd7a:115c:a1e0::1b01:c07`), whose hex groups switch kind like a token's."""
+    if ":" not in value:
+        return False
+    try:
+        ipaddress.ip_address(value.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
 def _harmless_form(value: str) -> bool:
     return bool(
         _UUID.fullmatch(value)
+        or _ip_address(value)
         or _in_form(value)
         or _PLACEHOLDER.match(value)
         or (_FILE.match(value) and not _HEX.fullmatch(value.rsplit(".", 1)[0]))
@@ -275,6 +311,8 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return False
     if _hex_in_context(text, start, end, value) or (start and text[start - 1] == "@" and _HEX.fullmatch(value)):
         return True  # a hash spoken of around it, or a version pinned by its commit (`actions/checkout@<sha>`)
+    if _content_addressed(text, start, end, value):
+        return True
     if label == "binary" and len(value) >= 64:
         return True
     line_start = text.rfind("\n", max(0, start - 40), start) + 1
@@ -290,6 +328,17 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
 
 JWK_REACH = 4096  # a JWK's members around a key's value, on one line
 
+_PATH_FILE = re.compile(r"/[\w.\-+%]+\.[a-z][a-z0-9]{0,7}(?=[\s?#\"')]|$)")
+
+
+def _content_addressed(text: str, start: int, end: int, value: str) -> bool:
+    """A digest as a URL path's folder, a file's name under it (a package index's `/files/<sha256>/pkg-1.0.whl`,
+    a CDN's `/<md5>/app.js`): content addressed by its hash, no credential."""
+    return (
+        len(value) in DIGEST_LENGTHS and len(value) >= 32 and _HEX.fullmatch(value) is not None
+        and text[start - 1 : start] == "/" and _PATH_FILE.match(text, end) is not None
+    )  # fmt: skip
+
 
 _PATH_WORD = re.compile(r"(?:^|[/@])[A-Za-z][a-z]{2,}(?:[.\-][a-z0-9]+)*(?=[/@]|$)")
 
@@ -302,7 +351,7 @@ def _path_like(value: str) -> bool:
 def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """(start, end) of the values a token holds: the token itself when it is one value, else its pieces."""
     token = text[start:end]
-    if _in_form(token) or _UUID.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token):
+    if _in_form(token) or _UUID.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token) or _SEALED.match(token):
         return
     # `name=value`, `host:port:db:user:value`: the value after the names.
     at = start
@@ -329,6 +378,8 @@ def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str
     """Where random-looking values in no harmless form stand (a token among `found`, already learnt, skipped)."""
     translated = " " + text.translate(_TABLE)  # offsets in `translated` are one more than in `text`
     blocks = public_blocks(text) if "-----BEGIN" in text else []
+    if _VAULT_HEADER in text:
+        blocks = sorted(blocks + vault_blocks(text))
     block_starts = [b0 for b0, _ in blocks]
     for stretch in _STRETCH.finditer(translated):
         start, end = stretch.start(), stretch.end() - 1  # the space before it is not part of it
@@ -409,7 +460,9 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
 
 
 # Where a credential is kept, not the credential: a shell or compose variable and its messages, a Terraform
-# expression, a systemd credential (`%d/name`, `id:/path`), a path's id prefix.
+# expression, a systemd credential (`%d/name`, `id:/path`), a path's id prefix, a command whose output it is
+# (`$(op read op://…)`), code reading it at run time (`process.env.DB_PASSWORD!`, `window.__APP__.clientSecret`,
+# `ENV['TOKEN']`, `System.getenv("TOKEN")`), a YAML tag that says where or how it is kept (`!vault |`, `!secret x`).
 _REFERENCE = re.compile(
     r"""(?x)
     (?i:(?:bearer|basic|token)[ \t]+)?\$\{?[A-Za-z_]\w*(?:[:?\-+=][^}\s]*)?\}?$               # $VAR, ${VAR}, ${VAR:-x}
@@ -420,6 +473,10 @@ _REFERENCE = re.compile(
     | [a-z][a-z_\-]*(?:/[a-z][a-z_\-]*){2,}$                                             # a store's path of words
     | \((?:sensitive(?:\ value)?|known\ after\ apply)\)$                                # Terraform's plan
     | _[a-z][a-z0-9]*(?:_[a-z0-9]+)*$                                                   # a private name in code
+    | \$\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)$ | `[^`\n]+`$ | \$\([\w.\-/]*$             # a command's output: $(op read …)
+    | (?:process\.env|import\.meta\.env|window|globalThis|Deno\.env)(?:\.[\w$]+|\[[^\]\n]+\])+!?[;,]?$    # read at run time
+    | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
+    | ![a-z][\w-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                                    # a YAML tag (`!vault |`, `!secret db_pw`)
     """
 )
 # A record of when or which, never a credential: a timestamp (ISO 8601, or packed as LDAP's CSN writes it:
@@ -434,13 +491,21 @@ _RECORD = re.compile(
 _EXPRESSION = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*[(\[](?:.*[)\],;:]|[^)\]]*)$")
 _ROW_COMMAS = 3  # a value holding three commas or more is a row of fields or a list (`be_api,BACKEND,0,0,13,…`)
 # Ciphertext a tool keeps in place of a secret (only its key opens it): hiera-eyaml's and sops's `ENC[…]`, an
-# Ansible vault, Vault transit's `vault:v1:`, a PGP message's armor, a Bitnami sealed secret (`AgB…`, long).
-_SEALED = re.compile(r"ENC\[|\$ANSIBLE_VAULT;|vault:v\d+:|-----(?:BEGIN|END) PGP MESSAGE-----|AgB[A-Za-z0-9+/]{300}")
+# Ansible vault, Vault transit's `vault:v1:`, a PGP message's armor, a Bitnami sealed secret (`AgB…`, long),
+# Pulumi's `secure: v1:…` (standard base64 after the version: `+`, `/` or `=` in it).
+_SEALED = re.compile(
+    r"ENC\[|\$ANSIBLE_VAULT;|vault:v\d+:|-----(?:BEGIN|END) PGP MESSAGE-----|AgB[A-Za-z0-9+/]{300}"
+    r"|v1:(?=[A-Za-z0-9+/=:]*[+/=])[A-Za-z0-9+/]{8,}={0,2}(?::(?:v1:)?[A-Za-z0-9+/]{8,}={0,2})*$"
+)
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
 # a list item naming a variable (`- DB_PASSWORD`).
 _SETTING = re.compile(r"(?:dword|qword|hex(?:\(\d\))?):[0-9a-fA-F,]+|[a-z][a-z\-]*=[a-z][a-z\-]*|- [A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-# What a tool prints about a password, not a password: `password updated successfully`, `not yet set`.
-_STATUS = re.compile(r"(?:not|never|no|none|unset|empty|missing)(?: [a-z]+){1,5}|[a-z]+(?: [a-z]+){1,5} [a-z]+(?:ly|ed)")
+# What a tool prints about a password, not a password: `password updated successfully`, `not yet set`, its size
+# (`kubectl describe secret`'s `24 bytes`).
+_STATUS = re.compile(
+    r"(?:not|never|no|none|unset|empty|missing)(?: [a-z]+){1,5}|[a-z]+(?: [a-z]+){1,5} [a-z]+(?:ly|ed)"
+    r"|\d+(?:[.,]\d+)? ?(?:bytes?|[KMGT]i?B|chars?|characters)"
+)
 # One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).
 _NAME_ONLY = re.compile(r"[a-z]+(?:[_\-.][a-z]+)*|[A-Z]+(?:[_\-.][A-Z]+)*")
 

@@ -33,19 +33,28 @@ from state.sensitive import (
     normalise_key,
 )
 
+# `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS): Latvian and Lithuanian `ir`/`yra`,
+# Swahili `ni`, Tagalog `ay`, Welsh `yw`/`ydy`, Albanian `është`, Georgian `არის`, Malay `ialah`/`adalah`,
+# Catalan `és`, Bulgarian `е`, Serbian `је`, Vietnamese `là`.
+_COPULA = r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|—|–)"
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
     # A tag's end, after its attributes when the name opens an element (`<Pass encoding="base64">x</Pass>`).
     r"""|(?P<tag>(?P<attrs>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>\n]*"|'[^'<>\n]*'))*)>)"""
     r"""|(?P<eq>[ \t]*(?:=>|=(?!>))[ \t]*(?=\S))"""
+    # A COBOL data item's picture, then its VALUE clause (`01 WS-DB-PASSWORD PIC X(16) VALUE '…'.`).
+    r"""|(?P<pic>[ \t]+(?i:PIC(?:TURE)?)[ \t]+\S+[ \t]+(?i:VALUE)[ \t]+)"""
     # A network device's type of the secret after its name (`password 0 x`, `key 7 0822…`: IOS, NX-OS, EOS).
     r"""|(?P<ios>[ \t]+[07][ \t]+(?=\S))"""
     r"""|(?P<cell>[ \t]*\|[ \t]*)"""
-    # `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS), a dash, and the CJK joins that
-    # take no spaces (`密码是…`, `密码：…`, `パスワードは…`, `비밀번호는…`).
-    r"""|(?P<is>[ \t]+(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|—|–)[ \t]+|[ \t]*:[ \t]+"""
+    # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
+    # `비밀번호는…`).
+    r"""|(?P<is>[ \t]+""" + _COPULA + r"""[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
     r"""|[ \t]*(?:：|是|为|為|は|는|은)[ \t]*)"""
+    # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
+    # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,4}?[ \t]+""" + _COPULA.replace("=|", "") + r"""[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
@@ -99,7 +108,7 @@ def _form(sign: str, confirm: str, form: str, accepts: Callable[[re.Match[str]],
 # unquoted value must look like a credential (`mysql -u root -p mydb` names a database).
 _USER_THEN_PASSWORD = (
     r"(?:^|[ \t])(?:-[uU]|--user(?:name)?)(?:[ \t]+|=)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-]\S*)[^\n]{0,200}?[ \t]-[pP](?:[ \t]+|=)?"
-    r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|[^\s'\"$<{%-][^\s'\"]{7,127}))(?(q)(?P=q))"
+    r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|(?!%[\w.]+%)[^\s'\"$<{-][^\s'\"]{7,127}))(?(q)(?P=q))"
 )
 
 
@@ -108,6 +117,31 @@ def _login_password(match: re.Match[str]) -> bool:
     password), and no option of its own (`-P format=html`)."""
     value = match.group("secret")
     return match.group("q") is not None or (credential_shaped(value) or not value.islower()) and "=" not in value
+
+
+# A value piped into a command that stores it as a secret (`echo "…" | npx wrangler secret put NAME`, `printf %s … |
+# gh secret set NAME`, `… | docker login --password-stdin`, `… | vercel env add NAME production`).
+_PIPED = re.compile(
+    r"""(?:^|(?<=[\s;&(]))(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?:['"]?%s(?:\\n)?['"]?[ \t]+)?"""
+    r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|(?!%[\w.]+%)[^\s'"|$\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\|[ \t]*[^\n|]{0,120}?"""
+    r"""(?i:secrets?[ \t]+(?:put|set|create|add)\b|--password-stdin|env[ \t]+add\b)""",
+    re.M,
+)
+_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add")
+# A database connection opened in code with the password as its third argument (Perl's `DBI->connect($dsn, $user,
+# '…')`, PHP's `new PDO($dsn, 'app', '…')`, `new mysqli('db', 'app', '…')`, `mysqli_connect(…)`), quoted, a quote
+# escaped inside (`'it\'s'`).
+_ARGUMENT = r"""(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|\$\w+)"""
+_CONNECT = re.compile(
+    r"""(?:->connect(?:_cached)?|\bnew[ \t]+\\?(?:PDO|mysqli)|\bmysqli?_connect)[ \t]*\([ \t\r\n]*(?:""" + _ARGUMENT
+    + r"""[ \t\r\n]*,[ \t\r\n]*){2}(?P<q>['"])(?P<secret>(?:(?!(?P=q))[^\\\n]|\\.){1,256})(?P=q)"""
+)
+_CONNECT_SIGNS = ("->connect", "pdo", "mysqli", "mysql_connect")
+
+
+def _shared_form(sign: str, form: re.Pattern[str]) -> CredentialCommand:
+    """A form several signs point at (read once per text, whichever sign found it)."""
+    return CredentialCommand(sign, re.compile("(?i:" + re.escape(sign) + ")"), form=form)
 
 
 COMMANDS: tuple[CredentialCommand, ...] = (
@@ -139,6 +173,8 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     _form("{plain}", r"\{PLAIN\}", r"\{PLAIN\}(?P<secret>[^\s:{}'\"]{6,128})"),
     _form("{clear", r"\{CLEAR(?:TEXT)?\}", r"\{CLEAR(?:TEXT)?\}(?P<secret>[^\s:{}'\"]{6,128})"),
     _form("--user", r"--user(?:name)?(?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
+    *(_shared_form(sign, _PIPED) for sign in _PIPED_SIGNS),
+    *(_shared_form(sign, _CONNECT) for sign in _CONNECT_SIGNS),
 )  # fmt: skip
 # What expect typed at a prompt that asks for a password, up to four lines later.
 EXPECT_SIGN = "send: sending"
@@ -450,6 +486,10 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         typed = _TYPED_STRING.match(text, at)
         if typed:
             return typed.start(2), typed.end(2), False
+    if kind == "qual":
+        quoted = _QUOTED_VALUE.match(text, at)
+        found = quoted.span(2) if quoted else _bare_value(text, at)
+        return (*found, False) if found is not None and credential_shaped(text[found[0] : found[1]]) else None
     literal = _SQL_STRING.match(text, at) if text[at] in "'NnEe" else None
     if literal and (literal.start(1) > at + 1 or "''" in literal.group(1)):
         return literal.start(1), literal.end(1), kind != "space"
@@ -469,7 +509,7 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         line_end = len(text) if line_end == -1 else line_end
         if text[end:line_end].strip():
             return None
-    return start, end, kind in ("attr", "eq")
+    return start, end, kind in ("attr", "eq", "pic")
 
 
 _CODE_NAME = re.compile(r"[A-Za-z_][\w.]*")
@@ -511,6 +551,14 @@ MAX_PHRASE_WORDS = 24  # a wallet's longest seed phrase
 _APP_PASSWORD = re.compile(r"[a-z]{4}(?P<sep>[ -])[a-z]{4}(?P=sep)[a-z]{4}(?P=sep)[a-z]{4}(?![\w-])")
 
 
+# Words a speaker says how to type (`the password is rhubarb falcon pumpkin, all lower case with spaces`): two to
+# six words in lower case, then, after a comma or a dash, how they are written.
+_SPOKEN_WORDS = re.compile(
+    r"(?P<secret>[a-z]{2,24}(?: [a-z]{2,24}){1,5})[ \t]*[,;(—–-][ \t]*(?:[a-z']+[ \t]+){0,3}?"
+    r"(?:lower[ -]?case|upper[ -]?case|small letters|with (?:the )?spaces|no spaces|all caps|in capitals)"
+)
+# Words of prose or of the remark itself (`use lower case, upper case and digits` is a policy, not a password).
+_NOT_SPOKEN = _PROSE | {"use", "lower", "upper", "case", "caps", "capital", "capitals", "letters", "spaces", "space", "small", "digits"}
 # A wallet's seed: twelve to twenty-four words of its word list, lower case (`also`, `that` are words of the list).
 _SEED_WORDS = re.compile(r"[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![\w'-])")
 # A name that puts a key in a wireless network's section (`wireless.default_radio0.key`, `wifi_key`, `wlan0.key`);
@@ -547,9 +595,18 @@ def _glued_value(text: str, end: int) -> tuple[int, int] | None:
     return bare if credential_shaped(value) or len(value) >= 12 and value.isalpha() and vowels * 5 <= len(value) else None
 
 
+# Words joined by one dash, dot or underscore, as diceware and password managers write a passphrase.
+_WORD_JOINED = re.compile(r"[A-Za-z]{2,24}(?P<sep>[-._])[A-Za-z]{2,24}(?:(?P=sep)[A-Za-z]{2,24})+")
+
+
 def _phrase(text: str, start: int, end: int) -> tuple[int, int] | None:
     """(start, end) of the words of a phrase from the value text[start:end] on, when they are words and no prose; a
-    wallet's seed (twelve words or more in lower case) whole, whatever its words."""
+    wallet's seed (twelve words or more in lower case) whole, whatever its words; the words joined by one mark
+    (`mango-lemur-cinnamon-orchid`), four at least."""
+    joined = _WORD_JOINED.fullmatch(text, start, end)
+    if joined is not None:
+        words = re.split(r"[-._]", joined.group().lower())
+        return (start, end) if len(words) >= _MIN_PHRASE_WORDS and not _PROSE.intersection(words) else None
     if not _WORD.fullmatch(text, start, end):
         return None
     seed = _SEED_WORDS.match(text, start)
@@ -600,6 +657,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             if words is not None or app is not None:
                 yield words if words is not None else app.span()  # type: ignore[union-attr]
                 break
+            spoken = None if announcing else _SPOKEN_WORDS.match(text, found[0])
+            if spoken is not None and not _NOT_SPOKEN.intersection(spoken.group("secret").split()):
+                yield spoken.span("secret")
+                break
             if _credential(text, start, end, found, announcing):
                 yield found[0], found[1]
                 break
@@ -609,8 +670,28 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         yield from _bar_table_spans(text, sensitive)
     yield from _listed_spans(text, sensitive)
     yield from _cli_spans(text)  # each command's sign looked for once
+    yield from _typed_into_spans(text, sensitive)
     if " / " in text:
         yield from _login_pairs(text)
+
+
+# What a browser test or an agent types into a page's field: Selenium's `send_keys`, Playwright's `fill`/`type`/
+# `pressSequentially`, Cypress's `type`, WebdriverIO's `setValue`, with a literal; the field is named by the locator
+# before the call on its line (`find_element(By.ID, "login_password").send_keys("…")`, `getByLabel('Password')`)
+# or by the call's first argument (`page.fill('#password', '…')`).
+_TYPE_CALL = re.compile(
+    r"""\.(?:send_?[kK]eys|fill|type|setValue|set_value|pressSequentially|press_sequentially)\([ \t]*"""
+    r"""(?:(?P<field>['"][^'"\n]{1,120}['"])[ \t]*,[ \t]*)?(?P<q>['"`])(?P<secret>[^'"`\n]{1,256})(?P=q)[ \t]*[,)]"""
+)
+_LOCATOR_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _typed_into_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    for call in _TYPE_CALL.finditer(text):
+        field = call.group("field") or _line_before(text, call.start())[-160:]
+        quoted = "".join(m.group(2) for m in _QUOTED_VALUE.finditer(field)) if call.group("field") is None else field
+        if any(is_sensitive(word, sensitive) for word in _LOCATOR_WORD.findall(normalise_key(quoted).replace("_", " "))):
+            yield call.span("secret")
 
 
 _HEADER_CELL = re.compile(r"[A-Za-z][\w .\-]{0,40}")
@@ -770,3 +851,37 @@ def _listed_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
                 break
             yield at + listed.start("value"), at + listed.start("value") + len(value)
             at, listed_any = line_end + 1, True
+
+
+# UTF-8 read as Latin-1 (Facebook's and Instagram's exports write every character beyond ASCII so: `Лозинка` as
+# `\u00d0\u009b\u00d0\u00be…`): a label in another script is unreadable until the bytes are read as UTF-8 again.
+_LATIN1_RUN = re.compile("[\u0080-\u00ff]{2,}")
+# The escapes as JSON writes them, or escaped once more (the text serialized inside an event: `\\u00d0`).
+_ESCAPED_RUN = re.compile(r"(?:\\{1,2}u00[89a-fA-F][0-9a-fA-F]){2,}")
+_ESCAPED_BYTE = re.compile(r"u00([0-9a-fA-F]{2})")
+
+
+def unmojibaked(text: str) -> str | None:
+    """The text with each run of Latin-1 characters (or their JSON escapes) that is UTF-8 read as Latin-1 decoded
+    again, or None when it holds none."""
+    if text.isascii() and "\\u00" not in text:
+        return None
+    repaired = _ESCAPED_RUN.sub(_decoded_escapes, text) if "\\u00" in text else text
+    if not repaired.isascii():
+        repaired = _LATIN1_RUN.sub(_decoded, repaired)
+    return repaired if repaired != text else None
+
+
+def _decoded(run: re.Match[str]) -> str:
+    try:
+        return run.group().encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        return run.group()
+
+
+def _decoded_escapes(run: re.Match[str]) -> str:
+    raw = bytes(int(byte, 16) for byte in _ESCAPED_BYTE.findall(run.group()))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return run.group()

@@ -34,6 +34,7 @@ from state.freetext import (
     credential_shaped,
     may_hold_login,
     random_token_near,
+    unmojibaked,
     value_spans,
 )
 from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for the engine's callers
@@ -118,8 +119,9 @@ def _pattern_spans(text: str) -> Iterator[tuple[int, int]]:
 
 # A key with its decoration and separator: "key": / 'key': / \"key\": / **key**: / `key`: / key= / KEY = / key =>.
 _KEY = re.compile(
-    r"""(?:(?<![\w\-])|(?<=\\[nrt]))(?P<lead>\\*["'`]|\*{1,2}|_{1,2})?(?P<name>[A-Za-z][\w\-.]*?)(?P<trail>\\*["'`]|\*{1,2}|_{1,2})?"""
-    r"""(?P<sp>[ \t]*)(?P<sep>:\*{0,2}(?![:/])|=>|=(?![=~]))[ \t]*"""
+    r"""(?:(?<![\w\-])|(?<=\\[nrt]))(?P<lead>\\*["'`]|(?P<bold>\*{1,2})|_{1,2})?(?P<name>[A-Za-z][\w\-.]*?)(?P<trail>\\*["'`]|\*{1,2}|_{1,2})?"""
+    # `**key:**`: the stars after the colon close the bold the name opened (else they start the value: `__token__:****@…`)
+    r"""(?P<sp>[ \t]*)(?P<sep>:(?(bold)\*{0,2})(?![:/])|=>|=(?![=~]))[ \t]*"""
 )
 _OPEN = {"{": "}", "[": "]", "(": ")"}
 _STOP_IN_STRUCTURE = ",}])\n"
@@ -461,8 +463,13 @@ def _held_values(value: Any, sensitive: frozenset[str]) -> Iterator[str]:
         for key, item in value.items():
             if is_sensitive(str(key), sensitive):
                 yield from _held_values(item, sensitive)
-            else:
+            elif normalise_key(str(key)) not in _DOC_FIELDS:
                 yield from (leaf for leaf in _leaves(item) if credential_shaped(leaf))
+
+
+# Members that document a field rather than hold its value: a schema's or a form's words about a credential
+# (`"password_env": {"type": "string", "description": "name of the env var holding the password"}`).
+_DOC_FIELDS = frozenset({"description", "title", "help", "help_text", "summary", "comment", "hint", "placeholder", "doc", "docstring"})
 
 
 def _leaves(value: Any) -> Iterator[str]:
@@ -494,7 +501,8 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
         for member in _MEMBER.finditer(stripped):
             keyed += 1
             value = member.group("quoted") if member.group("quoted") is not None else member.group("bare")
-            if value and (is_sensitive(member.group("key"), sensitive) or credential_shaped(value)):
+            key = member.group("key")
+            if value and (is_sensitive(key, sensitive) or credential_shaped(value) and normalise_key(key) not in _DOC_FIELDS):
                 yield value
         if not keyed:  # a list: its items are the key's values
             yield from (m.group(2) for m in _QUOTED.finditer(stripped) if m.group(2))
@@ -521,6 +529,13 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
 
 
 def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
+    yield from _read_secrets(text, sensitive)
+    repaired = unmojibaked(text)  # a label in another script written as UTF-8 read as Latin-1: read again as UTF-8
+    if repaired is not None:
+        yield from (value for value in _read_secrets(repaired, sensitive) if value in text)
+
+
+def _read_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
     stripped = text.strip()
     if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
         try:
@@ -581,7 +596,10 @@ def may_hold_secrets(serialized: str, sensitive: frozenset[str]) -> bool:
 
 def may_hold_announced(serialized: str, sensitive: frozenset[str]) -> bool:
     """`may_hold_secrets` for the key, free-text and pattern masks alone (the fail-closed pass aside)."""
-    return names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_login(serialized)
+    if names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_login(serialized):
+        return True
+    repaired = unmojibaked(serialized)  # a label in another script written as UTF-8 read as Latin-1
+    return repaired is not None and names_a_credential(repaired, sensitive, random_token_near)
 
 
 def _holds_form(text: str) -> bool:

@@ -88,6 +88,9 @@ def normalise_key(key: str) -> str:
     return _CAMEL.sub("_", key).lower().replace("-", "_").replace(" ", "_").replace(".", "_")
 
 
+_INFLECTION = r"[^\W\d_a-z]{0,3}"
+
+
 @lru_cache(maxsize=64)
 def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
     if not sensitive:
@@ -96,7 +99,8 @@ def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
     # A last-word name is the key's whole last word: db_pass, x_auth; not bypass, pass_rate, author.
     ordered = sorted(sensitive, key=len, reverse=True)
     # A name may carry an index of one or two digits (`Password1`, `MqttPassword2`).
-    words = [f"[_a-z0-9]{re.escape(w)}(?:\\d{{1,2}})?_" for w in ordered if w not in LAST_WORD_NAMES]
+    # A name in another script may end in an inflection (`գաղտնաբառը`, `паролата`: the article of Armenian, Bulgarian).
+    words = [f"[_a-z0-9]{re.escape(w)}{'' if w.isascii() else _INFLECTION}(?:\\d{{1,2}})?_" for w in ordered if w not in LAST_WORD_NAMES]
     words += [f"_{re.escape(w)}(?:\\d{{1,2}})?_$" for w in ordered if w in LAST_WORD_NAMES]
     return re.compile("|".join(words))
 

@@ -10,8 +10,8 @@ it stays blind for whoever tunes the detector) and `holdout5` (a fifth, written 
 detector file; kept blind as HOLDOUT4 is) and `holdout6` (a sixth, written in round 8 by an author who read
 no detector file; read in round 9 to find that round's classes) and `holdout7` (a seventh, written in round 9 by an
 author who read no detector file; read in round 9 to find that round's second classes) and `holdout8` (an eighth,
-written in round 9 after HOLDOUT7 was spent, by an author who read no detector file; its figures are printed, its
-misses never listed).
+written in round 9 after HOLDOUT7 was spent, by an author who read no detector file; read in round 10 to find that
+round's classes).
 """
 
 from __future__ import annotations
