@@ -374,9 +374,16 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
             offset = piece_start + len(part)
 
 
+_ESCAPED_BREAK = re.compile(r"\\[nrt]")
+
+
 def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
     """Where random-looking values in no harmless form stand (a token among `found`, already learnt, skipped)."""
-    translated = " " + text.translate(_TABLE)  # offsets in `translated` are one more than in `text`
+    # A line break written as an escape (`\n` in iCalendar, a JSON string inside text, a log's repr) ends a token
+    # as the break itself does: two spaces, so offsets stay. Read through, it glued the next word to a value (the
+    # document learnt `value\nNext`, which masks nothing once the text is an event's JSON).
+    breaks = _ESCAPED_BREAK.sub("  ", text) if "\\" in text else text
+    translated = " " + breaks.translate(_TABLE)  # offsets in `translated` are one more than in `text`
     blocks = public_blocks(text) if "-----BEGIN" in text else []
     if _VAULT_HEADER in text:
         blocks = sorted(blocks + vault_blocks(text))

@@ -305,3 +305,23 @@ def test_a_serialized_event_keeps_its_lines_for_the_fail_closed_pass():
     assert "Fjord42#x" in detect_secrets(text, SENSITIVE)
     assert "Fjord42#x" in event_secrets("log", "w1", {"msg": text}, SENSITIVE)
     assert "Fjord42#x" in event_secrets("tool.call", "w1", {"result": {"stdout": text}}, SENSITIVE)
+
+
+_TOKEN = st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789", min_size=12, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(token=_TOKEN, word=st.sampled_from(["Kenavo", "Thanks", "see you", "next", "END:VEVENT", "- Ops"]), escape=st.sampled_from(["\\n", "\\r\\n", "\\t"]))
+def test_a_line_break_written_as_an_escape_ends_a_value_in_the_document_and_in_the_event(token, word, escape):
+    """iCalendar, a JSON string inside text or a log's repr write a line break as `\\n`. Read through, the document
+    learnt `token\\nNext` (it masked the token there by containing it), while the event's JSON doubles the
+    backslash and the token stood alone: masked in the document, shown as an event (the crawler's new blind part
+    showed it). The escape ends the token in both readings now, so both learn the same."""
+    text = f"DESCRIPTION:Code {token}{escape}{word}\nSUMMARY:Visit\n"
+    alone = detect_secrets(text, SENSITIVE)
+    assert not any(escape in value or value.endswith("\\") for value in alone)
+    shown = {
+        "document": redact_text(text, SENSITIVE, KnownSecrets.of(alone)),
+        "event": redact_text(text, SENSITIVE, KnownSecrets.of(event_secrets("log", "w1", {"msg": text}, SENSITIVE))),
+    }
+    assert (token in shown["document"]) == (token in shown["event"]), shown
