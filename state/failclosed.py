@@ -477,6 +477,8 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True
     if value.count(",") >= _ROW_COMMAS:
         return True
+    if _CLOSING_TAG.match(value):
+        return True  # the markup after a label (`Password:</b> …`): the value, if any, follows it
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
     return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
@@ -512,6 +514,7 @@ _RECORD = re.compile(
 # Code that computes a value, not a literal: a call or a subscript of a lower-case name (`base64.b64decode(b64salt)`,
 # `data[:22],`, `_cookie_signer_salt(cookie_name`), a call's opening alone (a repr's `SecretStr('**********')`).
 _EXPRESSION = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*[(\[](?:.*[)\],;:]|[^)\]]*)$|[A-Za-z_][\w.]*\(b?[\"']?$")
+_CLOSING_TAG = re.compile(r"</[A-Za-z][\w:.\-]*>")
 _ROW_COMMAS = 3  # a value holding three commas or more is a row of fields or a list (`be_api,BACKEND,0,0,13,…`)
 # Ciphertext a tool keeps in place of a secret (only its key opens it): hiera-eyaml's and sops's `ENC[…]`, an
 # Ansible vault, Vault transit's `vault:v1:`, a PGP message's armor, a Bitnami sealed secret (`AgB…`, long),
