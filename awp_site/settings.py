@@ -227,7 +227,9 @@ AWP_SENSITIVE_FIELDS = env_list(
     "parola,lozinka,лозинка,парола,geslo,κωδικός,κωδικός_πρόσβασης,slaptažodis,slaptazodis,parole,parool,lykilorð,"
     "fjalëkalimi,contrasenya,pasahitza,contrasinal,cyfrinair,nenosiri,wagwoord,şifrə,sifre,пароль_доступу,"
     "salasõna,jelszavad,hesla,pasvorto,பாஸ்வேர்ட்,கடவுச்சொல்,پاس_ورڈ,ពាក្យសម្ងាត់,ລະຫັດຜ່ານ,စကားဝှက်,პაროლი,գաղտնաբառ,"
-    "құпия_сөз,нууц_үг",
+    "құпия_сөз,нууц_үг,"
+    "pasfhocal,facal_faire,ger_tremen,wachtwurd,teny_miafina,የይለፍ_ቃል,ਪਾਸਵਰਡ,పాస్‌వర్డ్,పాస్వర్డ్,මුරපදය,وشەی_نهێنی,پټنوم,"
+    "сырсөз,рамз",
 )
 # Fail-closed secret detection (state/failclosed.py): besides what a credential word announces, every random-looking
 # token in no harmless form (hash, id, UUID, public key, placeholder, …) is learnt as a secret at ingest.

@@ -65,6 +65,7 @@ _HASH_FORMS = re.compile(
     r"""(?xi)
     (?:sha(?:1|224|256|384|512)?|sha3-\d+|md5|blake2[bs]?|crc32c?|xxh\d*|murmur\d*)[:\-=]   # hash named by its algorithm
     | \$(?:2[abxy]?|argon2(?:id|i|d)?|[156y]|scrypt|pbkdf2[\w-]*)\$                        # crypt(3)-style hashes
+    | \$[a-z][\w-]{1,31}\$(?:v=\d+\$)?[a-z]{1,3}=\d+[,$]                                 # a PHC string's parameters ($balloon-sha256$v=1$s=…)
     | (?:pbkdf2_\w+|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$                          # framework password hashes
     | \{S?SHA\d*\}
     | SCRAM-SHA-(?:1|256)\$\d+                                                           # SCRAM verifiers
@@ -100,11 +101,14 @@ _DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,")
 _FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$")
 # A placeholder: `<your-token>`, `${{ secrets.X }}`, `%TOKEN%`, `xxxx`, `****`, `...`, `your-…`, `…-here`, an
 # example's value (`changeme`, `example-password`), a vendor's prefix alone (`whsec_`, `sk-`), the mark a tool
-# leaves where it dropped a value (Sentry's `[Filtered]`, `[REDACTED]`).
+# leaves where it dropped a value (Sentry's `[Filtered]`, `[REDACTED]`, CloudTrail's `HIDDEN_DUE_TO_SECURITY_REASONS`:
+# a mark word among capitals), a vendor's prefix of words cut where its stars began (`sk-proxy-****`).
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}|…).*|your[-_].*|.*[-_]here"
     r"|\[(?:filtered|redacted|masked|hidden|removed|sensitive|secret|scrubbed)\]"
-    r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)|[a-z]{2,8}[_-])$"
+    r"|(?-i:(?:[A-Z]+_)*(?:HIDDEN|REDACTED|MASKED|REMOVED|FILTERED|OMITTED|SCRUBBED|WITHHELD)(?:_[A-Z]+)*)"
+    r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)"
+    r"|[a-z]{2,8}(?:-[a-z]{2,12}){0,2}[_-])$"
 )
 # A public block: its body is no secret.
 _BLOCK_BEGIN = re.compile(r"-----BEGIN (?![^-\n]*(?:" + "|".join(SECRET_ARMOR) + r"))([A-Z0-9 ]+)-----")
@@ -333,11 +337,21 @@ _PATH_FILE = re.compile(r"/[\w.\-+%]+\.[a-z][a-z0-9]{0,7}(?=[\s?#\"')]|$)")
 
 def _content_addressed(text: str, start: int, end: int, value: str) -> bool:
     """A digest as a URL path's folder, a file's name under it (a package index's `/files/<sha256>/pkg-1.0.whl`,
-    a CDN's `/<md5>/app.js`): content addressed by its hash, no credential."""
-    return (
-        len(value) in DIGEST_LENGTHS and len(value) >= 32 and _HEX.fullmatch(value) is not None
-        and text[start - 1 : start] == "/" and _PATH_FILE.match(text, end) is not None
-    )  # fmt: skip
+    a CDN's `/<md5>/app.js`, the digest fanned out into folders: `/d3/32/<60 hex>/pkg.whl`), or a store path's
+    hash before its name (Nix's and Guix's `/nix/store/<32 base32>-openssl-3.3.2`): content addressed by its
+    hash, no credential."""
+    if text[start - 1 : start] != "/":
+        return False
+    if _STORE_PATH.fullmatch(value) and text.endswith("/store/", 0, start):
+        return True
+    if len(value) < 32 or _HEX.fullmatch(value) is None or _PATH_FILE.match(text, end) is None:
+        return False
+    fanned = _FAN_OUT.search(text, max(0, start - 24), start)
+    return len(value) + (len(fanned.group().replace("/", "")) if fanned else 0) in DIGEST_LENGTHS
+
+
+_STORE_PATH = re.compile(r"[0-9a-df-np-sv-z]{32}-[\w.+\-]+")
+_FAN_OUT = re.compile(r"(?:/[0-9a-f]{2}){1,3}/$")
 
 
 _PATH_WORD = re.compile(r"(?:^|[/@])[A-Za-z][a-z]{2,}(?:[.\-][a-z0-9]+)*(?=[/@]|$)")
@@ -353,6 +367,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     token = text[start:end]
     if _in_form(token) or _UUID.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token) or _SEALED.match(token):
         return
+    if ">" in token and _SEALED.match(token, token.index(">") + 1):
+        return  # ciphertext as an element's text (`<encryptedValue>AES:…</encryptedValue>`)
     # `name=value`, `host:port:db:user:value`: the value after the names.
     at = start
     while True:
@@ -461,6 +477,8 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True
     if value.count(",") >= _ROW_COMMAS:
         return True
+    if _CLOSING_TAG.match(value):
+        return True  # the markup after a label (`Password:</b> …`): the value, if any, follows it
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
     return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
@@ -494,14 +512,18 @@ _RECORD = re.compile(
     r"|[0-9a-f]{7,40}\.\.\.?[0-9a-f]{7,40}"
 )
 # Code that computes a value, not a literal: a call or a subscript of a lower-case name (`base64.b64decode(b64salt)`,
-# `data[:22],`, `_cookie_signer_salt(cookie_name`).
-_EXPRESSION = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*[(\[](?:.*[)\],;:]|[^)\]]*)$")
+# `data[:22],`, `_cookie_signer_salt(cookie_name`), a call's opening alone (a repr's `SecretStr('**********')`).
+_EXPRESSION = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*[(\[](?:.*[)\],;:]|[^)\]]*)$|[A-Za-z_][\w.]*\(b?[\"']?$")
+_CLOSING_TAG = re.compile(r"</[A-Za-z][\w:.\-]*>")
 _ROW_COMMAS = 3  # a value holding three commas or more is a row of fields or a list (`be_api,BACKEND,0,0,13,…`)
 # Ciphertext a tool keeps in place of a secret (only its key opens it): hiera-eyaml's and sops's `ENC[…]`, an
 # Ansible vault, Vault transit's `vault:v1:`, a PGP message's armor, a Bitnami sealed secret (`AgB…`, long),
-# Pulumi's `secure: v1:…` (standard base64 after the version: `+`, `/` or `=` in it).
+# Pulumi's `secure: v1:…` (standard base64 after the version: `+`, `/` or `=` in it), and the marks other tools
+# put before their ciphertext: dotenvx's `encrypted:…`, EJSON's `EJ[1:…]`, Cirrus CI's `ENCRYPTED[…]`, GoCD's
+# `AES:<iv>:<ciphertext>` (base64 both).
 _SEALED = re.compile(
     r"ENC\[|\$ANSIBLE_VAULT;|vault:v\d+:|-----(?:BEGIN|END) PGP MESSAGE-----|AgB[A-Za-z0-9+/]{300}"
+    r"|(?i:encrypted)(?::[A-Za-z0-9+/]{16}|\[)|EJ\[\d+:|AES:[A-Za-z0-9+/]{16,}={0,2}:[A-Za-z0-9+/]{16}"
     r"|v1:(?=[A-Za-z0-9+/=:]*[+/=])[A-Za-z0-9+/]{8,}={0,2}(?::(?:v1:)?[A-Za-z0-9+/]{8,}={0,2})*$"
 )
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),

@@ -36,7 +36,7 @@ from state.sensitive import (
 # `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS): Latvian and Lithuanian `ir`/`yra`,
 # Swahili `ni`, Tagalog `ay`, Welsh `yw`/`ydy`, Albanian `është`, Georgian `არის`, Malay `ialah`/`adalah`,
 # Catalan `és`, Bulgarian `е`, Serbian `је`, Vietnamese `là`.
-_COPULA = r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|—|–)"
+_COPULA = r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|estas|dia|—|–)"
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -48,6 +48,9 @@ _JOIN = re.compile(
     # A network device's type of the secret after its name (`password 0 x`, `key 7 0822…`: IOS, NX-OS, EOS).
     r"""|(?P<ios>[ \t]+[07][ \t]+(?=\S))"""
     r"""|(?P<cell>[ \t]*\|[ \t]*)"""
+    # A label's colon, then the markup that closes the label and opens its value (a Word document's runs,
+    # `Password: </w:t></w:r><w:r><w:t>…`; HTML's `<b>Password:</b> …`, `<td>Password:</td><td>…`).
+    r"""|(?P<markup>[ \t]*:[ \t]*(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}(?=[^\s<]))"""
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
     r"""|(?P<is>[ \t]+""" + _COPULA + r"""[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
@@ -148,7 +151,9 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"[ \t]-p(?P<secret>[^\s'\"-][^\s'\"]*)", r"[ \t]--password[ \t]+" + _VALUE),
     _tool("redis-cli", r"redis-cli", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
     _tool("sshpass", r"sshpass", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
-    _tool("curl", r"curl", r"[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
+    _tool("curl", r"curl", r"[ \t](?:-u|--user|-U|--proxy-user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
+    # ldappasswd's bind, new and old passwords (`-w`, `-s`, `-a`; in ldapsearch `-s` is a scope, `-a` a deref).
+    _tool("ldappasswd", r"ldappasswd", r"[ \t]-[wsa][ \t]+" + _VALUE),
     _tool("snmp", r"(?i:snmp(?:walk|bulkwalk|get|getnext|bulkget|set|table|trap|inform|delta|df|status|netstat|usm))", r"[ \t]-[AX][ \t]*" + _VALUE),
     *(_tool(sign, sign, r"[ \t]-[Pp][ \t]*" + _VALUE) for sign in ("zip", "unzip", "rar", "unrar")),
     _tool("7z", r"7z[ar]?", r"[ \t]-[Pp][ \t]*" + _VALUE),
@@ -170,6 +175,18 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     *(_form(sign, r"(?i:" + re.escape(sign) + r")[^\s:'\"]{1,64}:\S",
             r"(?i:(?<![\w-])" + re.escape(sign) + r")['\"]?[^\s:'\"@/]{1,64}:(?P<secret>[^\s'\"@]{6,128})") for sign in ("login=", "userpass=", "userinfo=")),
     # A password store's scheme for a password kept in clear (Dovecot's passwd-file, LDAP): `{PLAIN}pw`, `{CLEARTEXT}pw`.
+    # ZooKeeper's digest login (`addauth digest user:pw`), SQLCipher's key (`PRAGMA key = '…'`, `rekey`, `hexkey`).
+    _form("addauth", r"(?i:addauth)[ \t]", r"\baddauth[ \t]+digest[ \t]+[^\s:'\"]{1,64}:(?P<secret>[^\s'\"]{6,128})"),
+    _form("pragma", r"(?i:pragma)[ \t]", r"(?i:\bPRAGMA[ \t]+(?:\w+\.)?(?:hex)?(?:re)?key[ \t]*=[ \t]*)(?P<q>['\"])(?P<secret>[^'\"\n]{6,256})(?P=q)"),
+    # What a password store prints first (`pass show entry`, `gopass show entry`: the password, then other lines).
+    _form("pass show", r"(?i:pass show)[ \t]",
+          r"(?:^|(?<=[\s$%>]))(?:go)?pass[ \t]+show(?:[ \t]+-\S+)*[ \t]+[\w./@+\-]+[ \t]*\r?\n(?P<secret>\S{6,128})[ \t]*\r?$"),
+    # A login's key flag (`prefect cloud login -k …`, `… login --key …`): a value that looks like a credential.
+    _form(" login ", r"(?i: login )", r"[ \t]login(?:[ \t][^\n]{0,80}?)?[ \t](?:-k|--key)(?:[ \t]+|=)['\"]?(?P<secret>[^\s'\"\-][^\s'\"]{7,255})",
+          lambda match: credential_shaped(match.group("secret"))),
+    # macOS's join of a wireless network: the interface, the network's name, then its password.
+    _form("-setairportnetwork", r"-setairportnetwork[ \t]",
+          r"-setairportnetwork[ \t]+\S+[ \t]+(?:\"[^\"\n]{0,64}\"|'[^'\n]{0,64}'|\S{1,64})[ \t]+(?P<q>['\"]?)(?P<secret>[^'\"\s]{6,128})(?P=q)[ \t]*$"),
     _form("{plain}", r"\{PLAIN\}", r"\{PLAIN\}(?P<secret>[^\s:{}'\"]{6,128})"),
     _form("{clear", r"\{CLEAR(?:TEXT)?\}", r"\{CLEAR(?:TEXT)?\}(?P<secret>[^\s:{}'\"]{6,128})"),
     _form("--user", r"--user(?:name)?(?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
@@ -447,8 +464,20 @@ _VALUE_FIELD = re.compile(
 )
 
 
+# The same in markup: Hadoop's `<name>…password</name>` then `<value>…</value>`, a property list's `<key>Password</key>`
+# then `<string>…</string>`.
+_NAME_ELEMENT = re.compile(r"<(?:name|key)>[ \t]*$")
+_VALUE_ELEMENT = re.compile(r"[ \t]*</(?:name|key)>[ \t\r\n]*(?:<description>[^<]{0,400}</description>[ \t\r\n]*)?<(?:value|string)>")
+
+
 def _pair_value(text: str, start: int, end: int) -> tuple[int, int] | None:
     """(start, end) of the value paired with the name at text[start:end], or None when it stands in no pair."""
+    if _NAME_ELEMENT.search(text, max(0, start - 12), start):
+        element = _VALUE_ELEMENT.match(text, end)
+        if element is not None:
+            value_end = text.find("<", element.end())
+            if value_end > element.end() and "\n" not in text[element.end() : value_end]:
+                return element.end(), value_end
     if not _NAME_FIELD.search(text, max(0, start - 40), start):
         return None
     field = _VALUE_FIELD.match(text, end)
@@ -464,8 +493,8 @@ def _pair_value(text: str, start: int, end: int) -> tuple[int, int] | None:
 def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] | None:
     """(start, end, strong) of the value after a name ending at pos; strong when the join says it is a value."""
     subscript = False
-    while pos < len(text) and text[pos] in "\"'`*_]":
-        subscript = subscript or text[pos] == "]"
+    while pos < len(text) and text[pos] in "\"'`*_]}":
+        subscript = subscript or text[pos] in "]}"  # `session[KEY]`, Perl's `$Self->{DatabasePw}`
         pos += 1
     join = _JOIN.match(text, pos)
     if join is None:

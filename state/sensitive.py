@@ -88,7 +88,9 @@ def normalise_key(key: str) -> str:
     return _CAMEL.sub("_", key).lower().replace("-", "_").replace(" ", "_").replace(".", "_")
 
 
-_INFLECTION = r"[^\W\d_a-z]{0,3}"
+# A name in another script may end in an inflection of up to four letters (the article of Armenian `գաղտնաբառը`,
+# Bulgarian `паролата`; the possessive of Azerbaijani `şifrəniz`, Kyrgyz `сырсөзүңүз`).
+_INFLECTION = r"[^\W\d_]{0,4}"
 
 
 @lru_cache(maxsize=64)
@@ -109,7 +111,15 @@ def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
 def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
     """A key is sensitive when one of its words is or ends in a sensitive name: openai_api_key, PGPASSWORD yes, max_tokens no."""
     matcher = _word_matcher(sensitive)
-    return matcher is not None and matcher.search(f"_{normalise_key(key)}_") is not None
+    if matcher is None:
+        return False
+    # A Kubernetes-style key prefixed by a domain (`authorization.k8s.io/reason`, `vault.hashicorp.com/role`): the
+    # domain is a group, the name after it says what the value is.
+    prefixed = _DOMAIN_PREFIX.match(key)
+    return matcher.search(f"_{normalise_key(key[prefixed.end() :] if prefixed else key)}_") is not None
+
+
+_DOMAIN_PREFIX = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+/(?=[^/]+$)")
 
 
 def sensitive_set(names: Iterable[str]) -> frozenset[str]:
@@ -236,6 +246,12 @@ def _indexed(text: str, at: int) -> bool:
 
 
 _INDEX = re.compile(r"\d{1,2}(?![a-z0-9])")
+_INFLECTED = re.compile(r"[^\W\d_]{1,4}(?!\w)")
+
+
+def _inflected(text: str, start: int, at: int) -> bool:
+    """A name in another script with an inflection after it (`şifrəniz`, `сырсөзүңүз`): a few letters end the word."""
+    return not text[start:at].isascii() and _INFLECTED.match(text, at) is not None
 # A last-word name glued to the word before it and assigned (`remotepass : …`, `FTPPASS=…`, `adminpw=…`): the
 # free-text rules read it (`state.freetext.value_spans`) when its value looks like a credential.
 GLUED_JOIN = re.compile(r"[\"']?[ \t]*[:=]")
@@ -267,7 +283,12 @@ def names_a_credential(text: str, sensitive: frozenset[str], announced: Callable
         needles = name_needles(sensitive | ANNOUNCING_NAMES)
         return needles is None or holds_any(lowered, needle_matcher(needles))
     for end, (length, rule) in automaton.iter(lowered):
-        if text[end + 1 : end + 2] in _WORD_CHARS and not _plural_label(text, end + 1, rule) and not _indexed(text, end + 1):
+        if (
+            text[end + 1 : end + 2] in _WORD_CHARS
+            and not _plural_label(text, end + 1, rule)
+            and not _indexed(text, end + 1)
+            and not _inflected(text, end - length + 1, end + 1)
+        ):
             continue
         if rule != ENDS_WORD:
             start = end - length + 1
