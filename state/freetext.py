@@ -301,7 +301,13 @@ _NAME_CHARS = re.compile(r"[.\-]|(?![\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf9
 def _looks_secret(value: str) -> bool:
     """Two kinds of characters at least (lower, upper, digit, symbol other than `_-.`): a credential, not a word
     of prose or an identifier (`policy`, `api_key`, `Berlin`)."""
-    return sum(char_kinds(value)) >= 2 and not value.startswith(("http://", "https://", "/", "$", "{", "%"))
+    return sum(char_kinds(value)) >= 2 and not value.startswith(("http://", "https://", "/", "$", "{")) and not _PERCENT_REFERENCE.match(value)
+
+
+# A value that starts with `%` and is a reference or a format, not a credential: a Windows variable (`%APPDATA%`), a
+# printf or Python format (`%s`, `%-8d`, `%(name)s`), a systemd specifier (`%d/db-password`). Any other `%…` may be
+# typed (`%22222222a`, hypothesis found it unlearnt).
+_PERCENT_REFERENCE = re.compile(r"%(?:[\w.]+%|\(\w+\)[sdr]|[-+ #0]*\d*(?:\.\d+)?[sdifrxXoeEgGc](?![\w%])|[A-Za-z]/)")
 
 
 def credential_shaped(value: str) -> bool:

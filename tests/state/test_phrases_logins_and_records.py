@@ -8,7 +8,7 @@ range of commits, a row of fields, code that computes a value, a SCRAM verifier)
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from state.detection import detect_secrets
@@ -184,6 +184,7 @@ def test_every_phrase_under_a_phrase_name_is_learnt_whole(words, label):
     ),
     flag=st.sampled_from(["-p", "-P", "-p="]),
 )
+@example(user="ab", password="%22222222a", tool="docker login", flag="-p")  # a leading % is no reference by itself
 def test_any_tool_with_a_user_flag_then_a_password_flag(user, password, tool, flag):
     joined = flag if flag.endswith("=") else flag + " "
     text = f"$ {tool} -u {user} {joined}{password} --verbose\n"
