@@ -117,8 +117,15 @@ def test_sub_manager_digests_count_towards_facts(tmp_path, transactional_db):
         llm.stop()
     experiment = make_experiment(slug="interop-subs")
     awp_import(tmp_path / "subs", experiment.slug)
+    # The premises, each saying what the real run wrote when it fails (it failed once in a fresh-clone suite in
+    # round 10 with no FACT_SUB proposal at all; these tell which step was missing if it happens again).
+    runs_written = sorted((r.run_id, r.parent_id is not None, r.status) for r in Run.objects.filter(experiment=experiment))
+    assert sum(1 for _, is_sub, _ in runs_written if is_sub) >= 2, runs_written
+    assert _worker_errors(experiment) == [], _worker_errors(experiment)
+    sub_digests = [d.key_facts for d in Digest.objects.filter(experiment=experiment) if any("FACT_SUB" in f for f in d.key_facts)]
+    assert sub_digests, (runs_written, [d.key_facts for d in Digest.objects.filter(experiment=experiment)])
     sub_fact = Proposal.objects.filter(experiment=experiment, kind="fact", text__contains="FACT_SUB").first()
-    assert sub_fact is not None
+    assert sub_fact is not None, (runs_written, sub_digests, list(Proposal.objects.filter(experiment=experiment).values_list("text", flat=True)))
     runs = {e.run_id for e in sub_fact.evidence.all()}
     assert len(runs) >= 2  # confirmed by digests of different (sub-manager) runs
     assert all(Run.objects.get(pk=pk).parent_id is not None for pk in runs)
