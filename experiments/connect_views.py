@@ -83,14 +83,14 @@ def token_revoke(request: HttpRequest, experiment: Experiment, token_pk: int) ->
 @experiment_view(Membership.Role.OWNER)
 def secrets_declare(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     """Values pasted one per line become known secrets (state.declared); the answer names lines, never values."""
-    from state.declared import MAX_DECLARED, declare, refusal
+    from state.declared import MAX_DECLARED, declare, refusals
 
     values = [line.strip() for line in request.POST.get("values", "").splitlines() if line.strip()]
     if not values:
         return _render_connect(request, experiment, secrets_error="Paste at least one value, one per line.", status=400)
     if len(values) > MAX_DECLARED:
         return _render_connect(request, experiment, secrets_error=f"At most {MAX_DECLARED} values at a time.", status=400)
-    refused = [r for index, value in enumerate(values, start=1) if (r := refusal(index, value)) is not None]
+    refused = refusals(values, first=1)
     if refused:
         lines = ", ".join(str(r.index) for r in refused)
         message = f"Nothing was declared. Line{'s' if len(refused) > 1 else ''} {lines}: {refused[0].message}"

@@ -10,7 +10,7 @@ from ninja import Field, Router, Schema
 from awp_site.apierrors import ApiError
 from awp_site.auth import api_auth, authorize_experiment
 from experiments.models import Experiment, Membership, Run, role_at_least
-from state.declared import MAX_DECLARED, declare, refusal
+from state.declared import MAX_DECLARED, declare, refusals
 from state.paths import PathError, format_path, parse_path
 from state.services import path_history, round_reports, state_at_seq, view_as
 from state.services_redaction import redactor_for
@@ -184,7 +184,7 @@ def declare_secrets(request: HttpRequest, body: SecretsIn) -> dict[str, int]:
     experiment = ingest_experiment(request, body.experiment)
     if len(body.values) > MAX_DECLARED:
         raise ApiError(413, "too_many_secrets", f"Declare at most {MAX_DECLARED} values at a time; this request has {len(body.values)}.", max_values=MAX_DECLARED)
-    errors = [refused.as_dict() for index, value in enumerate(body.values) if (refused := refusal(index, value)) is not None]
+    errors = [refused.as_dict() for refused in refusals(body.values)]
     if errors:
         raise ApiError(422, "invalid_secrets", f"{len(errors)} value(s) cannot be masked by value; nothing was learnt.", errors=errors)
     return {"declared": len(body.values), "new": declare(experiment.pk, body.values)}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,12 @@ def refusal(index: int, value: Any) -> Refusal | None:
     if not is_maskable(text):
         return Refusal(index, "not_maskable", "A number, a path, a boolean or a masked value cannot be masked by value without masking ordinary text.")
     return None
+
+
+def refusals(values: Sequence[Any], *, first: int = 0) -> list[Refusal]:
+    """Why each value of a declaration that cannot be masked by value is refused, numbered from `first` (an API
+    index from 0, a pasted line from 1); empty when every value can be declared."""
+    return [refused for index, value in enumerate(values, start=first) if (refused := refusal(index, value)) is not None]
 
 
 def declare(experiment_id: int, values: Iterable[str]) -> int:

@@ -35,4 +35,3 @@ def learnable(values: set[str], sensitive: frozenset[str]) -> set[str]:
     """What of the values found becomes a known secret: all but placeholders, references, names and hashes (masked
     in place where they stand, never by value everywhere)."""
     return {value for value in values if not harmless_value(value, sensitive)}
-

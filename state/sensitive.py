@@ -252,6 +252,8 @@ _INFLECTED = re.compile(r"[^\W\d_]{1,4}(?!\w)")
 def _inflected(text: str, start: int, at: int) -> bool:
     """A name in another script with an inflection after it (`şifrəniz`, `сырсөзүңүз`): a few letters end the word."""
     return not text[start:at].isascii() and _INFLECTED.match(text, at) is not None
+
+
 # A last-word name glued to the word before it and assigned (`remotepass : …`, `FTPPASS=…`, `adminpw=…`): the
 # free-text rules read it (`state.freetext.value_spans`) when its value looks like a credential.
 GLUED_JOIN = re.compile(r"[\"']?[ \t]*[:=]")
