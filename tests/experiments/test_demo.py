@@ -49,7 +49,9 @@ def test_every_start_replays_a_run_to_watch_and_the_first_gives_two_to_compare(s
 
     settings.AWP_DEMO_DIR = tmp_path / "demo"
     call_command("awp_demo", "--once", "--delay", "0")
-    runs = list(Run.objects.filter(experiment__slug="demo", depth=0).order_by("pk"))
+    # The recorded run first, then the new one. The watcher may import both in one pass, in folder-name order, and a
+    # new run's random suffix can sort before the recorded one's, so the runs are told apart by id, not by import order.
+    runs = sorted(Run.objects.filter(experiment__slug="demo", depth=0), key=lambda r: r.run_id != RECORDED_RUN)
     assert [r.run_id for r in runs][0] == RECORDED_RUN and len(runs) == 2
     assert all(r.status == "complete" and r.iterations == 3 for r in runs)
     assert Digest.objects.filter(run=runs[1]).count() == Digest.objects.filter(run=runs[0]).count() >= 2  # SHAs recomputed, accepted
