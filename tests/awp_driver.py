@@ -156,9 +156,36 @@ def run_dag(target: Path, options: dict) -> dict:
     return {"keys": sorted(state.keys()) if isinstance(state, dict) else []}
 
 
+def settle_directory_walks() -> None:
+    """Work around a race inside awp-agents 1.0.56 (the newest on PyPI), found by this suite's flaky sub-manager test.
+
+    Before a worker calls the model, the runtime lists the workspace for its prompt
+    (`DelegationLoopRunner._build_directory_tree`): it lists a folder, then stats each file it listed. The runtime's
+    own background writer stages every file as `<name>.tmp` and renames it into place, so a file staged and renamed
+    between the listing and the stat raises FileNotFoundError and the worker fails before its first model call
+    (about 1 run in 15 with two sub-managers, whose runners write beside each other's workers; the traceback ends
+    in `size = entry.stat().st_size`). Upstream's fix would skip an entry that vanished; here the walk is taken
+    again, so the listing the worker sees is still the runtime's own and what the runtime writes is unchanged.
+    """
+    from awp.runtime.delegation_loop_runner import DelegationLoopRunner
+
+    walk = DelegationLoopRunner._build_directory_tree
+
+    def settled(workspace: Path, output: Path, max_files: int = 60) -> str:
+        for _ in range(50):
+            try:
+                return walk(workspace, output, max_files)
+            except FileNotFoundError:  # a staged file renamed mid-walk: the folder has moved on, list it again
+                continue
+        return walk(workspace, output, max_files)
+
+    DelegationLoopRunner._build_directory_tree = staticmethod(settled)  # type: ignore[method-assign]
+
+
 def main() -> None:
     mode, target, options = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
     target.mkdir(parents=True, exist_ok=True)
+    settle_directory_walks()
     result = {"loop": run_loop, "cli": run_cli, "dag": run_dag}[mode](target, options)
     print(json.dumps(result, default=str))
 

@@ -39,3 +39,40 @@ def test_submanagers_and_dag(tmp_path, fake_llm):
     run_dag(tmp_path / "dag", fake_llm)
     states = list((tmp_path / "dag" / "data" / "state").glob("*/*.json"))
     assert sorted(p.name for p in states) == ["analyst.json", "final.json", "researcher.json"]
+
+
+def test_the_driver_lists_a_workspace_whose_files_are_being_staged_and_renamed(tmp_path, monkeypatch):
+    """The runtime's own workspace listing races its background writer (tests/awp_driver.settle_directory_walks):
+    while a writer stages and renames files as the runtime does, the driver's listing never fails."""
+    import threading
+
+    from awp.runtime.delegation_loop_runner import DelegationLoopRunner
+
+    from tests import awp_driver
+
+    monkeypatch.setattr(DelegationLoopRunner, "_build_directory_tree", DelegationLoopRunner.__dict__["_build_directory_tree"])
+    awp_driver.settle_directory_walks()
+    workspace, output = tmp_path / "workspace", tmp_path / "output"
+    folders = [workspace / "runs" / f"r{n}" / "iterations" / "001" for n in range(4)]
+    for folder in folders:
+        folder.mkdir(parents=True)
+    output.mkdir()
+    stop = threading.Event()
+
+    def write_as_the_runtime_does() -> None:  # its _bg_writer: <name>.tmp, then os.replace
+        n = 0
+        while not stop.is_set():
+            target = folders[n % len(folders)] / f"file_{n % 7}.json"
+            staged = target.with_suffix(target.suffix + ".tmp")
+            staged.write_text("{}")
+            staged.replace(target)
+            n += 1
+
+    writer = threading.Thread(target=write_as_the_runtime_does)
+    writer.start()
+    try:
+        listings = [DelegationLoopRunner._build_directory_tree(workspace, output, 200) for _ in range(500)]  # unsettled, about 1 in 15 fails
+    finally:
+        stop.set()
+        writer.join()
+    assert all("runs/" in listing for listing in listings)
