@@ -1,4 +1,4 @@
-"""Each blind part of the secret corpus (HOLDOUT2 to HOLDOUT10) is sound by itself:
+"""Each blind part of the secret corpus (HOLDOUT2 to HOLDOUT11) is sound by itself:
 its planted values are in its texts, its shapes, seed and values are new against every part written before it,
 and it is deterministic.
 
@@ -21,6 +21,7 @@ from tests.corpus.secrets.holdout7 import generate as holdout7
 from tests.corpus.secrets.holdout8 import generate as holdout8
 from tests.corpus.secrets.holdout9 import generate as holdout9
 from tests.corpus.secrets.holdout10 import generate as holdout10
+from tests.corpus.secrets.holdout11 import generate as holdout11
 from tests.corpus.secrets.tune import generate as tune
 
 # In the order they were written, with the least credential and clean documents each promised.
@@ -34,6 +35,7 @@ PARTS: list[tuple[ModuleType, int, int]] = [
     (holdout8, 100, 30),
     (holdout9, 110, 35),
     (holdout10, 120, 40),
+    (holdout11, 120, 40),
 ]
 WRITTEN_BEFORE = [tune, holdout]
 IDS = [part.__name__.split(".")[-2] for part, _, _ in PARTS]
