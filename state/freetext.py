@@ -36,7 +36,10 @@ from state.sensitive import (
 # `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS): Latvian and Lithuanian `ir`/`yra`,
 # Swahili `ni`, Tagalog `ay`, Welsh `yw`/`ydy`, Albanian `është`, Georgian `არის`, Malay `ialah`/`adalah`,
 # Catalan `és`, Bulgarian `е`, Serbian `је`, Vietnamese `là`.
-_COPULA = r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|estas|dia|—|–)"
+_COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|estas|dia|—|–"
+    # Round 11: Yiddish `איז`, Hebrew `הוא`/`היא`, Arabic `هو`/`هي`, Greek `είναι`, Thai `คือ`, Somali `waa`, Hmong `yog`,
+    # Javanese `iku`/`yaiku`, Sundanese `nyaeta`, Igbo `bu`, Hausa `shine`/`itace`.
+    r"|איז|הוא|היא|هو|هي|είναι|คือ|waa|yog|iku|yaiku|nyaeta|nyaéta|bu|bụ|shine|itace)")
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -53,11 +56,11 @@ _JOIN = re.compile(
     r"""|(?P<markup>[ \t]*:[ \t]*(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}(?=[^\s<]))"""
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
-    r"""|(?P<is>[ \t]+""" + _COPULA + r"""[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
-    r"""|[ \t]*(?:：|是|为|為|は|는|은)[ \t]*)"""
+    r"""|(?P<is>[ \t]+""" + _COPULA + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
+    r"""|[ \t]*(?:：|是|为|為|係|は|는|은)[ \t]*)"""
     # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
     # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
-    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,4}?[ \t]+""" + _COPULA.replace("=|", "") + r"""[ \t]+)"""
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,4}?[ \t]+""" + _COPULA.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
@@ -387,7 +390,12 @@ def _announces(name: str) -> bool:
 
 # After a name and words that are not a join (`token (shown once):`, `key for staging:`), a colon that ends the
 # announcement: its value follows on the line, or alone on the next non-empty line when the colon ends the line.
-_ANNOUNCED = re.compile(r"[^\n:=<>|]{1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
+# Class: a colon past the end of the name's sentence (`OTP कोणालाही सांगू नका. … संदर्भ: X`, `Password reset. Ref: X`)
+# belongs to another label: `।`, `。`, or a full stop, `!` or `?` then a space and no lower-case word (an abbreviation
+# goes on: `prie e. bibliotekos:`) ends the reach.
+_ANNOUNCED = re.compile(r"(?:[^\n:=<>|.!?।。]|[.!?](?=\S|[ \t]+[a-zß-ÿа-я])){1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
+# Class: markup between an announced label's colon and its value (`… ah: <b>Lantern2013?</b>`, `…: <code>x</code>`).
+_OPENING_TAGS = re.compile(r"(?:<[A-Za-z][\w:-]{0,20}(?:[ \t][^<>\n]{0,80})?>[ \t]*){1,4}")
 
 
 _NEXT_LINE = re.compile(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*")
@@ -434,6 +442,8 @@ def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     if at < len(text) and text[at] not in "\r\n":
         if not match.group("rest"):
             return None  # `user:pw`, `http:`: a colon inside a word joins nothing here
+        tags = _OPENING_TAGS.match(text, at)
+        at = tags.end() if tags is not None else at
         bare = _bare_value(text, at)
         return bare if bare is not None and bare[1] > bare[0] else None
     line = _NEXT_LINE.match(text, at)
