@@ -458,6 +458,19 @@ def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     return (start, end) if not text[end:line_end].strip() else None
 
 
+# Class: a label whose words between the name and its colon say the value identifies or describes the credential
+# (`Key ID: <uuid>`, `Password (Ignore with SHA: <digest>)`, `token fingerprint:`, `password length: 16`): no credential.
+_ID_LABEL_WORDS = frozenset(
+    "id ids uuid guid sha sha1 sha256 sha512 md5 hash digest checksum fingerprint thumbprint commit serial kid version "
+    "length type expiry expires".split()
+)
+_LABEL_WORD = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])")
+
+
+def _identifier_label(label: str) -> bool:
+    return any(word.lower() in _ID_LABEL_WORDS for word in _LABEL_WORD.findall(label))
+
+
 NAME_REACH = 128  # how far a name reaches each way from a hint (a longer run of word characters is no name)
 
 
@@ -566,7 +579,9 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
     value = text[value_start:value_end]
     if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value) or FILE_NAME.fullmatch(value):
         return False
-    if text.startswith(("(", "["), value_end) and _CODE_NAME.fullmatch(value) and not credential_shaped(value):
+    # Class: a call in code after the name (`Password = base64(…)`, `token = sha256(…)`, `pw = hmac_md5(…)`): a
+    # lower-case name with digits is a function's, not a literal.
+    if text.startswith(("(", "["), value_end) and _CODE_NAME.fullmatch(value) and (not credential_shaped(value) or value.islower()):
         return False  # a call or a subscript in code (`headers["Authorization"] = _basic_auth_str(…)`), no literal
     if announcing:
         # A name that is not sensitive names a credential only when the value could be nothing else.
@@ -692,6 +707,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         pair = None if announcing else _pair_value(text, start, end)
         after = _value_after(text, start, end)
         announced = _announced_after(text, end)
+        if announced is not None and _identifier_label(text[end : announced[0]]):
+            announced = None
         phrased = not announcing and normalise_key(name).endswith(_PHRASE_NAMES)
         # The value after the name's join first; failing that, the one a colon later on the line announces.
         for found in ((*pair, True) if pair else None, after, None if announced is None else (*announced, False)):
