@@ -128,12 +128,15 @@ def _login_password(match: re.Match[str]) -> bool:
 # A value piped into a command that stores it as a secret (`echo "…" | npx wrangler secret put NAME`, `printf %s … |
 # gh secret set NAME`, `… | docker login --password-stdin`, `… | vercel env add NAME production`).
 _PIPED = re.compile(
-    r"""(?:^|(?<=[\s;&(]))(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?:['"]?%s(?:\\n)?['"]?[ \t]+)?"""
+    r"""(?:^|(?<=[\s;&('"]))(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?:['"]?%s(?:\\n)?['"]?[ \t]+)?"""
     r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|(?!%[\w.]+%)[^\s'"|$\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\|[ \t]*[^\n|]{0,120}?"""
-    r"""(?i:secrets?[ \t]+(?:put|set|create|add)\b|--password-stdin|env[ \t]+add\b)""",
+    r"""(?i:secrets?[ \t]+(?:put|set|create|add)\b|--password-stdin|env[ \t]+add\b"""
+    # Class: any command that reads a password on its standard input (`sudo -S`, `passwd --stdin`, `--passphrase-fd 0`),
+    # the pipe inside a quoted remote command too (`ssh host 'echo … | sudo -S …'`).
+    r"""|(?-i:sudo(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*S)\b|--stdin\b|--pass(?:word|phrase)-fd[ \t=]+0\b)""",
     re.M,
 )
-_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add")
+_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add", "sudo", "--stdin", "-fd")
 # A database connection opened in code with the password as its third argument (Perl's `DBI->connect($dsn, $user,
 # '…')`, PHP's `new PDO($dsn, 'app', '…')`, `new mysqli('db', 'app', '…')`, `mysqli_connect(…)`), quoted, a quote
 # escaped inside (`'it\'s'`).
@@ -158,7 +161,9 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     # ldappasswd's bind, new and old passwords (`-w`, `-s`, `-a`; in ldapsearch `-s` is a scope, `-a` a deref).
     _tool("ldappasswd", r"ldappasswd", r"[ \t]-[wsa][ \t]+" + _VALUE),
     _tool("snmp", r"(?i:snmp(?:walk|bulkwalk|get|getnext|bulkget|set|table|trap|inform|delta|df|status|netstat|usm))", r"[ \t]-[AX][ \t]*" + _VALUE),
-    *(_tool(sign, sign, r"[ \t]-[Pp][ \t]*" + _VALUE) for sign in ("zip", "unzip", "rar", "unrar")),
+    *(_tool(sign, sign, r"[ \t]-[Pp][ \t]*" + _VALUE) for sign in ("zip", "unzip")),
+    # rar also encrypts the headers with the password glued to `-hp` (`rar a -hpSECRET …`).
+    *(_tool(sign, sign, r"[ \t]-(?:[Pp]|hp)[ \t]*" + _VALUE) for sign in ("rar", "unrar")),
     _tool("7z", r"7z[ar]?", r"[ \t]-[Pp][ \t]*" + _VALUE),
     _tool("openssl", r"openssl", r"[ \t]-k[ \t]+" + _VALUE),
     *(_tool(sign, re.escape(sign), r"(?:-U|--user(?:name)?=?)[ \t]*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)")
@@ -571,6 +576,7 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
 
 
 _CODE_NAME = re.compile(r"[A-Za-z_][\w.]*")
+_UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], announcing: bool) -> bool:
@@ -585,7 +591,10 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
         return False  # a call or a subscript in code (`headers["Authorization"] = _basic_auth_str(…)`), no literal
     if announcing:
         # A name that is not sensitive names a credential only when the value could be nothing else.
-        return value_start - end <= ANNOUNCED_GAP and looks_random(value)
+        # Class: a UUID given to a key flag on a command line (`--setup-key <uuid>`, `-access-key <uuid>`): a UUID is
+        # a common credential's form, and its hex digits switch kind too seldom for `looks_random`.
+        uuid = text[start] == "-" and _UUID_FORM.fullmatch(value) is not None
+        return value_start - end <= ANNOUNCED_GAP and (looks_random(value) or uuid)
     # After a flag (`--db-password x`, `-password x`) the next word is its value, whatever it looks like.
     return strong or text[start] == "-" or _looks_secret(value)
 
@@ -733,6 +742,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     yield from _listed_spans(text, sensitive)
     yield from _cli_spans(text)  # each command's sign looked for once
     yield from _typed_into_spans(text, sensitive)
+    if "env" in text or "ENV" in text:
+        yield from _env_default_spans(text, sensitive)
     if " / " in text:
         yield from _login_pairs(text)
 
@@ -754,6 +765,21 @@ def _typed_into_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[in
         quoted = "".join(m.group(2) for m in _QUOTED_VALUE.finditer(field)) if call.group("field") is None else field
         if any(is_sensitive(word, sensitive) for word in _LOCATOR_WORD.findall(normalise_key(quoted).replace("_", " "))):
             yield call.span("secret")
+
+
+# Class: a literal default for a sensitive variable read from the environment (`process.env.SAUCE_ACCESS_KEY ||
+# '…'`, `os.getenv("DB_PASSWORD", "…")`, `os.environ.get('API_TOKEN') or '…'`, `ENV.fetch("SECRET", "…")`, `?? '…'`):
+# the fallback is the credential itself.
+_ENV_DEFAULT = re.compile(
+    r"""(?:process\.env\.|import\.meta\.env\.|\bgetenv\(|environ\.get\(|ENV\.fetch\(|Deno\.env\.get\()[ \t]*['"]?"""
+    r"""(?P<name>[A-Za-z_]\w{0,80})['"]?[ \t]*\)?[ \t]*(?:\|\||\?\?|,|\bor\b)[ \t]*(?P<q>['"`])(?P<secret>[^'"`\n]{6,256})(?P=q)"""
+)
+
+
+def _env_default_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    for match in _ENV_DEFAULT.finditer(text):
+        if is_sensitive(match.group("name"), sensitive):
+            yield match.span("secret")
 
 
 _HEADER_CELL = re.compile(r"[A-Za-z][\w .\-]{0,40}")
