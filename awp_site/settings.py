@@ -229,7 +229,17 @@ AWP_SENSITIVE_FIELDS = env_list(
     "salasõna,jelszavad,hesla,pasvorto,பாஸ்வேர்ட்,கடவுச்சொல்,پاس_ورڈ,ពាក្យសម្ងាត់,ລະຫັດຜ່ານ,စကားဝှက်,პაროლი,գաղտնաբառ,"
     "құпия_сөз,нууц_үг,"
     "pasfhocal,facal_faire,ger_tremen,wachtwurd,teny_miafina,የይለፍ_ቃል,ਪਾਸਵਰਡ,పాస్‌వర్డ్,పాస్వర్డ్,මුරපදය,وشەی_نهێنی,پټنوم,"
-    "сырсөз,рамз",
+    "сырсөз,рамз,"
+    # Round 11: more languages' words, each as people write it (marks and joiners are read either way:
+    # state.sensitive.unmarked) — Kannada, Marathi, Gujarati, Malayalam, Odia, Assamese, Tibetan, Dhivehi, Yiddish,
+    # Uyghur/Uzbek/Turkmen, Persian, Sindhi, Somali, Yoruba, Igbo, Hausa, Zulu, Xhosa, Shona, Sesotho, Oromo,
+    # Kinyarwanda, Occitan, Javanese, Sundanese, Hmong, Kurmanji, Luxembourgish, Faroese, Haitian, Maori, Greek,
+    # Hebrew's and Arabic's other spellings, Korean's and Japanese's everyday words, French chat's `mdp`.
+    "ಪಾಸ್ವರ್ಡ್,ಗುಪ್ತಪದ,संकेतशब्द,परवलीचा_शब्द,પાસવર્ડ,പാസ്വേഡ്,ପାସୱାର୍ଡ,পাছৱৰ্ড,གསང་ཚིག,ޕާސްވޯޑް,פאראל,"
+    "پارول,parol,گذرواژه,کلمه_عبور,پاسورڊ,erayga_sirta,ereyga_sirta,furaha_sirta,oro_asina,oro_igbaniwole,"
+    "okwuntughe,kalmar_sirri,kalmar_wucewa,iphasiwedi,igama_lokugqitha,pasiwedhi,phasewete,jecha_darbii,ijambobanga,"
+    "senhal,tembung_sandhi,tembung_sandi,kecap_sandi,lo_lus_zais,şîfre,passwuert,loyniorð,modpas,kupuhipa,"
+    "συνθηματικό,סיסמא,كلمة_مرور,باسورد,비번,暗証番号,合言葉,パスコード,mdp",
 )
 # Fail-closed secret detection (state/failclosed.py): besides what a credential word announces, every random-looking
 # token in no harmless form (hash, id, UUID, public key, placeholder, …) is learnt as a secret at ingest.

@@ -54,7 +54,8 @@ _TRAIL = ")]}>,;.:*\\"
 # Where a URL, a path or a key=value token is cut into the pieces judged one by one.
 _CUT = re.compile(r"[/?&#=@,;|()\[\]{}<>\\]+|:(?!\d)")
 _PREFIX = re.compile(r"[\w.\-*]{1,40}[:=]")
-_NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*")
+# A name may hold a short segment with a digit between separators (`x-b3-traceid`, `s3_bucket`, `ec2-host`).
+_NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*|-*(?:[A-Za-z]+\d*[_.\-])+[A-Za-z]+\d*")
 
 # Harmless forms, whole value.
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -89,6 +90,7 @@ _ID_FORMS = re.compile(
     | age1[02-9ac-hj-np-z]{58}$                                                         # an age recipient (public key)
     | pk_(?:live|test)_[A-Za-z0-9]{24,}$                                                # a Stripe publishable key
     | baf[a-z2-7]{40,}$ | Qm[1-9A-HJ-NP-Za-km-z]{44}$ | k51qzi5uqu5[a-z0-9]{40,}$          # content ids
+    | 0x[0-9a-fA-F]{40}$                                                                # an EVM account address (public; a key is 64)
     """
 )
 
@@ -170,7 +172,9 @@ BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", 
 # Hex of a hash's length, in a text that speaks of hashes anywhere around it.
 _HEX_CONTEXT = re.compile(
     r"(?i)sha\d*|md5|hash|digest|commit|checksum|\bsum|fingerprint|\bblob\b|\btree\b|\boid\b|\bgit\b|\bbuild\b|"
-    r"\betag|[_\- ]id\b|\bid\b|(?-i:[a-z]ID)\b|\bref\b|\brev"
+    r"\betag|[_\- ]id\b|\bid\b|(?-i:[a-z]ID)\b|\bref\b|\brev|"
+    # Class: an identifier noun glued to `id` (`keyid`, `traceid`, `spanid`, `requestid`, `messageid`).
+    r"(?:key|trace|span|request|parent|message|event|transaction|correlation|object|node|device|tenant)_?ids?\b"
 )
 _WORD = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+")
 
@@ -196,16 +200,36 @@ def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
     member = _MEMBER_KEY.search(before)
     if member is not None:
         before = before[member.start() :]  # a structure's value is named by its own key, not by the members before it
-    words = _words(before)[-5:]
+    every = _words(before)
+    words = every[-5:]
+    skipped = len(every) - len(words)
     for i in range(len(words) - 1, max(-1, len(words) - 5), -1):
         word = words[i]
         if word in BINARY_WORDS:
             return "binary"
-        if word in IDENTIFIER_WORDS:
+        if word in IDENTIFIER_WORDS or _ID_NOUN_ID.fullmatch(word) and not is_sensitive(word, sensitive):
             return "identifier"
         if len(word) > 2 and (is_sensitive(word, sensitive) or word in ANNOUNCING_NAMES):
-            return "identifier" if i and words[i - 1] in ("public", "pub") else "credential"
+            # The word before the name, inside the window or before it (`public-key = "…"` cut into pieces).
+            previous = every[skipped + i - 1] if skipped + i else ""
+            if previous in ("public", "pub"):
+                return "identifier"
+            # Class: a key named by what it identifies (`paymentKey`, `idempotency_key`, `partitionKey`, `orderKey`).
+            return "identifier" if word in ANNOUNCING_NAMES and previous in _IDENTIFYING_NOUNS else "credential"
     return None
+
+
+_PUBLIC_LABEL = re.compile(r"""(?i)\bpub(?:lic)?[-_ ]?key["']?[ \t]*[:=][ \t]*["']?$""")
+# An identifier noun glued to `id` (`traceid`, `requestid`, `keyid`): an identifier's label.
+_ID_NOUN_ID = re.compile(r"(?:key|trace|span|request|parent|message|event|transaction|correlation|object|node|device|tenant|order|payment)ids?")
+# What a key identifies when it is a record's key, not a credential.
+_IDENTIFYING_NOUNS = frozenset(
+    "payment order idempotency partition sort primary foreign routing dedup dedupe deduplication lookup row record "
+    "message item entity index cache object composite unique natural surrogate".split()
+)
+# Class: a key written with its kind glued before it (`nodekey:…`, `mkey:…`, `discokey:…`): a public key's typed
+# form; a private one says so (`privkey:`, `nodeprivkey:`, `secretkey:`).
+_TYPED_KEY_PREFIX = re.compile(r"(?i)(?<![\w-])(?!\w*(?:priv|secret|sk))[a-z]{1,12}key:$")
 
 
 _WORDISH = re.compile(r"[A-Z][a-z]{2,}|[a-z]{3,}")
@@ -307,6 +331,12 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     # A piece of a token in a hash's form (`p=8$…` inside `argon2$argon2id$v=19$m=…,t=2,p=8$salt$hash`).
     token_start = max(text.rfind(mark, max(0, start - 200), start) for mark in (" ", "\t", "\n", '"', "'")) + 1
     if token_start < start and _HASH_FORMS.match(text, token_start):
+        return True
+    # Class: a piece of a value a public key's name labels (a Z85 or base85 key cut at its `:`, `=`, `{`): public
+    # as the whole value is.
+    if _PUBLIC_LABEL.search(text, max(0, token_start - 40), token_start):
+        return True
+    if _TYPED_KEY_PREFIX.search(text, max(0, start - 16), start):
         return True
     label = _label(text, start, sensitive)
     if label == "identifier":
@@ -435,6 +465,9 @@ _REF = re.compile(r"(?i)(?:issue|issues|pr|prs|mr|bug|bugs|ticket|item|no|nr|num
 _TYPED_CODE = re.compile(
     r"!=|==|&&|\|\||->|=>|::|\*\*|\?\.|\?\?|\.[a-z]{1,5}#|^[\w.]+\$[\w.$]+$|\$\{|\$\(|&[a-z_]+|\?[a-z_]+$|![rsa]$"
     r"|^[a-z][a-z0-9_.\-]*#\d+$|^[A-Za-z_]+#\d{1,2}$|^\d+#|[a-zA-Z0-9]-[zZ9]|abcdefgh|0123456789"
+    # Class: a spreadsheet's cell or range (`Sheet1!A1`, `Bálvalusat!B2:C9`) and a distribution's package version
+    # (`3.0.15-1~deb12u1`, `1:2.3-4ubuntu1~22.04`, `5.2.1-1+b2`).
+    r"|![A-Z]{1,3}\d+$|^(?:\d+:)?\d+(?:\.\d+)+(?:[-+~][0-9A-Za-z.]+)+$"
 )  # also `repo#1234` (an issue), `WORKER#2` (an ordinal), `a-z0-9` (a character class), an alphabet
 
 
@@ -477,6 +510,8 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True
     if value.count(",") >= _ROW_COMMAS:
         return True
+    if _MASK_RUN.fullmatch(value):
+        return True  # what a prompt echoes for each character typed (`········`, `••••••••`), not what was typed
     if _CLOSING_TAG.match(value):
         return True  # the markup after a label (`Password:</b> …`): the value, if any, follows it
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
@@ -515,6 +550,8 @@ _RECORD = re.compile(
 # `data[:22],`, `_cookie_signer_salt(cookie_name`), a call's opening alone (a repr's `SecretStr('**********')`).
 _EXPRESSION = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*[(\[](?:.*[)\],;:]|[^)\]]*)$|[A-Za-z_][\w.]*\(b?[\"']?$")
 _CLOSING_TAG = re.compile(r"</[A-Za-z][\w:.\-]*>")
+# Class: one masking character repeated (a masked echo: `getpass`'s dots, a form's bullets, stars).
+_MASK_RUN = re.compile(r"([*•·●∙⋅◦○■□▪⁕✱xX#])\1{3,}")
 _ROW_COMMAS = 3  # a value holding three commas or more is a row of fields or a list (`be_api,BACKEND,0,0,13,…`)
 # Ciphertext a tool keeps in place of a secret (only its key opens it): hiera-eyaml's and sops's `ENC[…]`, an
 # Ansible vault, Vault transit's `vault:v1:`, a PGP message's armor, a Bitnami sealed secret (`AgB…`, long),

@@ -36,7 +36,10 @@ from state.sensitive import (
 # `is` in the languages of the other-language names (AWP_SENSITIVE_FIELDS): Latvian and Lithuanian `ir`/`yra`,
 # Swahili `ni`, Tagalog `ay`, Welsh `yw`/`ydy`, Albanian `është`, Georgian `არის`, Malay `ialah`/`adalah`,
 # Catalan `és`, Bulgarian `е`, Serbian `је`, Vietnamese `là`.
-_COPULA = r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|estas|dia|—|–)"
+_COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|estas|dia|—|–"
+    # Round 11: Yiddish `איז`, Hebrew `הוא`/`היא`, Arabic `هو`/`هي`, Greek `είναι`, Thai `คือ`, Somali `waa`, Hmong `yog`,
+    # Javanese `iku`/`yaiku`, Sundanese `nyaeta`, Igbo `bu`, Hausa `shine`/`itace`.
+    r"|איז|הוא|היא|هو|هي|είναι|คือ|waa|yog|iku|yaiku|nyaeta|nyaéta|bu|bụ|shine|itace)")
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -53,11 +56,11 @@ _JOIN = re.compile(
     r"""|(?P<markup>[ \t]*:[ \t]*(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}(?=[^\s<]))"""
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
-    r"""|(?P<is>[ \t]+""" + _COPULA + r"""[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
-    r"""|[ \t]*(?:：|是|为|為|は|는|은)[ \t]*)"""
+    r"""|(?P<is>[ \t]+""" + _COPULA + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
+    r"""|[ \t]*(?:：|是|为|為|係|は|는|은)[ \t]*)"""
     # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
     # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
-    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,4}?[ \t]+""" + _COPULA.replace("=|", "") + r"""[ \t]+)"""
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,4}?[ \t]+""" + _COPULA.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
@@ -125,12 +128,15 @@ def _login_password(match: re.Match[str]) -> bool:
 # A value piped into a command that stores it as a secret (`echo "…" | npx wrangler secret put NAME`, `printf %s … |
 # gh secret set NAME`, `… | docker login --password-stdin`, `… | vercel env add NAME production`).
 _PIPED = re.compile(
-    r"""(?:^|(?<=[\s;&(]))(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?:['"]?%s(?:\\n)?['"]?[ \t]+)?"""
+    r"""(?:^|(?<=[\s;&('"]))(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?:['"]?%s(?:\\n)?['"]?[ \t]+)?"""
     r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|(?!%[\w.]+%)[^\s'"|$\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\|[ \t]*[^\n|]{0,120}?"""
-    r"""(?i:secrets?[ \t]+(?:put|set|create|add)\b|--password-stdin|env[ \t]+add\b)""",
+    r"""(?i:secrets?[ \t]+(?:put|set|create|add)\b|--password-stdin|env[ \t]+add\b"""
+    # Class: any command that reads a password on its standard input (`sudo -S`, `passwd --stdin`, `--passphrase-fd 0`),
+    # the pipe inside a quoted remote command too (`ssh host 'echo … | sudo -S …'`).
+    r"""|(?-i:sudo(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*S)\b|--stdin\b|--pass(?:word|phrase)-fd[ \t=]+0\b)""",
     re.M,
 )
-_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add")
+_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add", "sudo", "--stdin", "-fd")
 # A database connection opened in code with the password as its third argument (Perl's `DBI->connect($dsn, $user,
 # '…')`, PHP's `new PDO($dsn, 'app', '…')`, `new mysqli('db', 'app', '…')`, `mysqli_connect(…)`), quoted, a quote
 # escaped inside (`'it\'s'`).
@@ -155,7 +161,9 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     # ldappasswd's bind, new and old passwords (`-w`, `-s`, `-a`; in ldapsearch `-s` is a scope, `-a` a deref).
     _tool("ldappasswd", r"ldappasswd", r"[ \t]-[wsa][ \t]+" + _VALUE),
     _tool("snmp", r"(?i:snmp(?:walk|bulkwalk|get|getnext|bulkget|set|table|trap|inform|delta|df|status|netstat|usm))", r"[ \t]-[AX][ \t]*" + _VALUE),
-    *(_tool(sign, sign, r"[ \t]-[Pp][ \t]*" + _VALUE) for sign in ("zip", "unzip", "rar", "unrar")),
+    *(_tool(sign, sign, r"[ \t]-[Pp][ \t]*" + _VALUE) for sign in ("zip", "unzip")),
+    # rar also encrypts the headers with the password glued to `-hp` (`rar a -hpSECRET …`).
+    *(_tool(sign, sign, r"[ \t]-(?:[Pp]|hp)[ \t]*" + _VALUE) for sign in ("rar", "unrar")),
     _tool("7z", r"7z[ar]?", r"[ \t]-[Pp][ \t]*" + _VALUE),
     _tool("openssl", r"openssl", r"[ \t]-k[ \t]+" + _VALUE),
     *(_tool(sign, re.escape(sign), r"(?:-U|--user(?:name)?=?)[ \t]*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)")
@@ -387,7 +395,12 @@ def _announces(name: str) -> bool:
 
 # After a name and words that are not a join (`token (shown once):`, `key for staging:`), a colon that ends the
 # announcement: its value follows on the line, or alone on the next non-empty line when the colon ends the line.
-_ANNOUNCED = re.compile(r"[^\n:=<>|]{1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
+# Class: a colon past the end of the name's sentence (`OTP कोणालाही सांगू नका. … संदर्भ: X`, `Password reset. Ref: X`)
+# belongs to another label: `।`, `。`, or a full stop, `!` or `?` then a space and no lower-case word (an abbreviation
+# goes on: `prie e. bibliotekos:`) ends the reach.
+_ANNOUNCED = re.compile(r"(?:[^\n:=<>|.!?।。]|[.!?](?=\S|[ \t]+[a-zß-ÿа-я])){1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
+# Class: markup between an announced label's colon and its value (`… ah: <b>Lantern2013?</b>`, `…: <code>x</code>`).
+_OPENING_TAGS = re.compile(r"(?:<[A-Za-z][\w:-]{0,20}(?:[ \t][^<>\n]{0,80})?>[ \t]*){1,4}")
 
 
 _NEXT_LINE = re.compile(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*")
@@ -434,6 +447,8 @@ def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     if at < len(text) and text[at] not in "\r\n":
         if not match.group("rest"):
             return None  # `user:pw`, `http:`: a colon inside a word joins nothing here
+        tags = _OPENING_TAGS.match(text, at)
+        at = tags.end() if tags is not None else at
         bare = _bare_value(text, at)
         return bare if bare is not None and bare[1] > bare[0] else None
     line = _NEXT_LINE.match(text, at)
@@ -446,6 +461,19 @@ def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     line_end = text.find("\n", end)
     line_end = len(text) if line_end == -1 else line_end
     return (start, end) if not text[end:line_end].strip() else None
+
+
+# Class: a label whose words between the name and its colon say the value identifies or describes the credential
+# (`Key ID: <uuid>`, `Password (Ignore with SHA: <digest>)`, `token fingerprint:`, `password length: 16`): no credential.
+_ID_LABEL_WORDS = frozenset(
+    "id ids uuid guid sha sha1 sha256 sha512 md5 hash digest checksum fingerprint thumbprint commit serial kid version "
+    "length type expiry expires".split()
+)
+_LABEL_WORD = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])")
+
+
+def _identifier_label(label: str) -> bool:
+    return any(word.lower() in _ID_LABEL_WORDS for word in _LABEL_WORD.findall(label))
 
 
 NAME_REACH = 128  # how far a name reaches each way from a hint (a longer run of word characters is no name)
@@ -548,6 +576,7 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
 
 
 _CODE_NAME = re.compile(r"[A-Za-z_][\w.]*")
+_UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], announcing: bool) -> bool:
@@ -556,11 +585,16 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
     value = text[value_start:value_end]
     if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value) or FILE_NAME.fullmatch(value):
         return False
-    if text.startswith(("(", "["), value_end) and _CODE_NAME.fullmatch(value) and not credential_shaped(value):
+    # Class: a call in code after the name (`Password = base64(…)`, `token = sha256(…)`, `pw = hmac_md5(…)`): a
+    # lower-case name with digits is a function's, not a literal.
+    if text.startswith(("(", "["), value_end) and _CODE_NAME.fullmatch(value) and (not credential_shaped(value) or value.islower()):
         return False  # a call or a subscript in code (`headers["Authorization"] = _basic_auth_str(…)`), no literal
     if announcing:
         # A name that is not sensitive names a credential only when the value could be nothing else.
-        return value_start - end <= ANNOUNCED_GAP and looks_random(value)
+        # Class: a UUID given to a key flag on a command line (`--setup-key <uuid>`, `-access-key <uuid>`): a UUID is
+        # a common credential's form, and its hex digits switch kind too seldom for `looks_random`.
+        uuid = text[start] == "-" and _UUID_FORM.fullmatch(value) is not None
+        return value_start - end <= ANNOUNCED_GAP and (looks_random(value) or uuid)
     # After a flag (`--db-password x`, `-password x`) the next word is its value, whatever it looks like.
     return strong or text[start] == "-" or _looks_secret(value)
 
@@ -682,6 +716,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         pair = None if announcing else _pair_value(text, start, end)
         after = _value_after(text, start, end)
         announced = _announced_after(text, end)
+        if announced is not None and _identifier_label(text[end : announced[0]]):
+            announced = None
         phrased = not announcing and normalise_key(name).endswith(_PHRASE_NAMES)
         # The value after the name's join first; failing that, the one a colon later on the line announces.
         for found in ((*pair, True) if pair else None, after, None if announced is None else (*announced, False)):
@@ -706,6 +742,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     yield from _listed_spans(text, sensitive)
     yield from _cli_spans(text)  # each command's sign looked for once
     yield from _typed_into_spans(text, sensitive)
+    if "env" in text or "ENV" in text:
+        yield from _env_default_spans(text, sensitive)
     if " / " in text:
         yield from _login_pairs(text)
 
@@ -727,6 +765,21 @@ def _typed_into_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[in
         quoted = "".join(m.group(2) for m in _QUOTED_VALUE.finditer(field)) if call.group("field") is None else field
         if any(is_sensitive(word, sensitive) for word in _LOCATOR_WORD.findall(normalise_key(quoted).replace("_", " "))):
             yield call.span("secret")
+
+
+# Class: a literal default for a sensitive variable read from the environment (`process.env.SAUCE_ACCESS_KEY ||
+# '…'`, `os.getenv("DB_PASSWORD", "…")`, `os.environ.get('API_TOKEN') or '…'`, `ENV.fetch("SECRET", "…")`, `?? '…'`):
+# the fallback is the credential itself.
+_ENV_DEFAULT = re.compile(
+    r"""(?:process\.env\.|import\.meta\.env\.|\bgetenv\(|environ\.get\(|ENV\.fetch\(|Deno\.env\.get\()[ \t]*['"]?"""
+    r"""(?P<name>[A-Za-z_]\w{0,80})['"]?[ \t]*\)?[ \t]*(?:\|\||\?\?|,|\bor\b)[ \t]*(?P<q>['"`])(?P<secret>[^'"`\n]{6,256})(?P=q)"""
+)
+
+
+def _env_default_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    for match in _ENV_DEFAULT.finditer(text):
+        if is_sensitive(match.group("name"), sensitive):
+            yield match.span("secret")
 
 
 _HEADER_CELL = re.compile(r"[A-Za-z][\w .\-]{0,40}")

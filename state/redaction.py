@@ -55,6 +55,8 @@ from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for th
     needle_matcher,
     normalise_key,
     sensitive_set,
+    unmarked,
+    unmarked_names,
 )
 from state.token_formats import TOKEN_FORMATS
 
@@ -533,6 +535,9 @@ def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
     repaired = unmojibaked(text)  # a label in another script written as UTF-8 read as Latin-1: read again as UTF-8
     if repaired is not None:
         yield from (value for value in _read_secrets(repaired, sensitive) if value in text)
+    folded = unmarked(text)  # a credential word with marks the names do not carry (`ọ̀rọ̀ aṣínà`, a ZWNJ inside a word)
+    if folded is not None:
+        yield from (value for value in _read_secrets(folded, unmarked_names(sensitive)) if value in text)
 
 
 def _read_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
@@ -599,7 +604,10 @@ def may_hold_announced(serialized: str, sensitive: frozenset[str]) -> bool:
     if names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_login(serialized):
         return True
     repaired = unmojibaked(serialized)  # a label in another script written as UTF-8 read as Latin-1
-    return repaired is not None and names_a_credential(repaired, sensitive, random_token_near)
+    if repaired is not None and names_a_credential(repaired, sensitive, random_token_near):
+        return True
+    folded = unmarked(serialized)  # a credential word with marks the names do not carry
+    return folded is not None and names_a_credential(folded, unmarked_names(sensitive), random_token_near)
 
 
 def _holds_form(text: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
@@ -120,6 +121,34 @@ def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
 
 
 _DOMAIN_PREFIX = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+/(?=[^/]+$)")
+
+
+# Class: a credential word written with marks its writer may add or leave out — tone and accent marks on Latin letters
+# (Yoruba `ọ̀rọ̀ aṣínà`, Kurmanji `şîfre`), Hebrew points (Yiddish `פּאַראָל`), a zero-width joiner or non-joiner inside
+# an Indic word (Kannada `ಪಾಸ್‌ವರ್ಡ್`), a soft hyphen. The text is read once more without them, against the names
+# without them (`unmarked`, `unmarked_names`).
+_MARKED = re.compile("[\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f\u0591-\u05c7\u00ad\u200b-\u200d\u2060\ufeff]")
+
+
+def _unmark(match: re.Match[str]) -> str:
+    char = match.group()
+    if "\u00c0" <= char <= "\u024f" or "\u1e00" <= char <= "\u1eff":
+        return unicodedata.normalize("NFD", char)[0]  # a precomposed Latin letter: its base letter
+    return ""  # a combining mark, a point, a joiner
+
+
+def unmarked(text: str) -> str | None:
+    """The text without the marks a word may carry or not (see _MARKED), or None when it holds none."""
+    if text.isascii() or _MARKED.search(text) is None:
+        return None
+    folded = _MARKED.sub(_unmark, text)
+    return folded if folded != text else None
+
+
+@lru_cache(maxsize=64)
+def unmarked_names(sensitive: frozenset[str]) -> frozenset[str]:
+    """The sensitive names and the same names without their marks (`şifre` and `sifre`)."""
+    return sensitive | frozenset(folded for name in sensitive if (folded := unmarked(name)) is not None)
 
 
 def sensitive_set(names: Iterable[str]) -> frozenset[str]:
