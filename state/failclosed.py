@@ -28,7 +28,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from state.freetext import class_switches
+from state.freetext import UUID_FORM, class_switches
 from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive
 
 # Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
@@ -58,7 +58,6 @@ _PREFIX = re.compile(r"[\w.\-*]{1,40}[:=]")
 _NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*|-*(?:[A-Za-z]+\d*[_.\-])+[A-Za-z]+\d*")
 
 # Harmless forms, whole value.
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 # Forms that say what a value is whatever labels it: a hash (named by its algorithm, or a password hash), a
 # data: URI, a hashed known_hosts entry. A value a credential word announces in one of them is still no secret.
@@ -169,12 +168,14 @@ IDENTIFIER_WORDS = frozenset({
 })  # fmt: skip
 # Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
 BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", "webp", "content", "body", "blob", "file"})
+# Nouns an identifier is named by when glued to `id` (`keyid`, `traceid`, `requestid`).
+_ID_NOUNS = "key|trace|span|request|parent|message|event|transaction|correlation|object|node|device|tenant"
 # Hex of a hash's length, in a text that speaks of hashes anywhere around it.
 _HEX_CONTEXT = re.compile(
     r"(?i)sha\d*|md5|hash|digest|commit|checksum|\bsum|fingerprint|\bblob\b|\btree\b|\boid\b|\bgit\b|\bbuild\b|"
     r"\betag|[_\- ]id\b|\bid\b|(?-i:[a-z]ID)\b|\bref\b|\brev|"
     # Class: an identifier noun glued to `id` (`keyid`, `traceid`, `spanid`, `requestid`, `messageid`).
-    r"(?:key|trace|span|request|parent|message|event|transaction|correlation|object|node|device|tenant)_?ids?\b"
+    rf"(?:{_ID_NOUNS})_?ids?\b"
 )
 _WORD = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+")
 
@@ -221,7 +222,7 @@ def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
 
 _PUBLIC_LABEL = re.compile(r"""(?i)\bpub(?:lic)?[-_ ]?key["']?[ \t]*[:=][ \t]*["']?$""")
 # An identifier noun glued to `id` (`traceid`, `requestid`, `keyid`): an identifier's label.
-_ID_NOUN_ID = re.compile(r"(?:key|trace|span|request|parent|message|event|transaction|correlation|object|node|device|tenant|order|payment)ids?")
+_ID_NOUN_ID = re.compile(rf"(?:{_ID_NOUNS}|order|payment)ids?")
 # What a key identifies when it is a record's key, not a credential.
 _IDENTIFYING_NOUNS = frozenset(
     "payment order idempotency partition sort primary foreign routing dedup dedupe deduplication lookup row record "
@@ -302,7 +303,7 @@ def _ip_address(value: str) -> bool:
 
 def _harmless_form(value: str) -> bool:
     return bool(
-        _UUID.fullmatch(value)
+        UUID_FORM.fullmatch(value)
         or _ip_address(value)
         or _in_form(value)
         or _PLACEHOLDER.match(value)
@@ -395,7 +396,7 @@ def _path_like(value: str) -> bool:
 def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """(start, end) of the values a token holds: the token itself when it is one value, else its pieces."""
     token = text[start:end]
-    if _in_form(token) or _UUID.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token) or _SEALED.match(token):
+    if _in_form(token) or UUID_FORM.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token) or _SEALED.match(token):
         return
     if ">" in token and _SEALED.match(token, token.index(">") + 1):
         return  # ciphertext as an element's text (`<encryptedValue>AES:…</encryptedValue>`)

@@ -576,7 +576,7 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
 
 
 _CODE_NAME = re.compile(r"[A-Za-z_][\w.]*")
-_UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")  # also state.failclosed's
 
 
 def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], announcing: bool) -> bool:
@@ -593,7 +593,7 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
         # A name that is not sensitive names a credential only when the value could be nothing else.
         # Class: a UUID given to a key flag on a command line (`--setup-key <uuid>`, `-access-key <uuid>`): a UUID is
         # a common credential's form, and its hex digits switch kind too seldom for `looks_random`.
-        uuid = text[start] == "-" and _UUID_FORM.fullmatch(value) is not None
+        uuid = text[start] == "-" and UUID_FORM.fullmatch(value) is not None
         return value_start - end <= ANNOUNCED_GAP and (looks_random(value) or uuid)
     # After a flag (`--db-password x`, `-password x`) the next word is its value, whatever it looks like.
     return strong or text[start] == "-" or _looks_secret(value)

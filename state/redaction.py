@@ -530,14 +530,21 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
             yield value
 
 
-def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
-    yield from _read_secrets(text, sensitive)
+def _rereadings(text: str, sensitive: frozenset[str]) -> Iterator[tuple[str, frozenset[str]]]:
+    """The text read again as its writer meant it, each with the names to read it against (lazily: the second is
+    only made when the first found nothing to a caller that stops at the first find)."""
     repaired = unmojibaked(text)  # a label in another script written as UTF-8 read as Latin-1: read again as UTF-8
     if repaired is not None:
-        yield from (value for value in _read_secrets(repaired, sensitive) if value in text)
+        yield repaired, sensitive
     folded = unmarked(text)  # a credential word with marks the names do not carry (`ọ̀rọ̀ aṣínà`, a ZWNJ inside a word)
     if folded is not None:
-        yield from (value for value in _read_secrets(folded, unmarked_names(sensitive)) if value in text)
+        yield folded, unmarked_names(sensitive)
+
+
+def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
+    yield from _read_secrets(text, sensitive)
+    for reading, names in _rereadings(text, sensitive):
+        yield from (value for value in _read_secrets(reading, names) if value in text)
 
 
 def _read_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
@@ -603,11 +610,7 @@ def may_hold_announced(serialized: str, sensitive: frozenset[str]) -> bool:
     """`may_hold_secrets` for the key, free-text and pattern masks alone (the fail-closed pass aside)."""
     if names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_login(serialized):
         return True
-    repaired = unmojibaked(serialized)  # a label in another script written as UTF-8 read as Latin-1
-    if repaired is not None and names_a_credential(repaired, sensitive, random_token_near):
-        return True
-    folded = unmarked(serialized)  # a credential word with marks the names do not carry
-    return folded is not None and names_a_credential(folded, unmarked_names(sensitive), random_token_near)
+    return any(names_a_credential(reading, names, random_token_near) for reading, names in _rereadings(serialized, sensitive))
 
 
 def _holds_form(text: str) -> bool:
