@@ -220,6 +220,8 @@ def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
     return None
 
 
+# A Matrix room's id (`!<opaque>:matrix.org`): an identifier its server names, as an event's `$…` is.
+_MATRIX_ROOM = re.compile(r"![A-Za-z0-9]{8,64}:[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
 _PUBLIC_LABEL = re.compile(r"""(?i)\bpub(?:lic)?[-_ ]?key["']?[ \t]*[:=][ \t]*["']?$""")
 # An identifier noun glued to `id` (`traceid`, `requestid`, `keyid`): an identifier's label.
 _ID_NOUN_ID = re.compile(rf"(?:{_ID_NOUNS}|order|payment)ids?")
@@ -338,6 +340,8 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     if _PUBLIC_LABEL.search(text, max(0, token_start - 40), token_start):
         return True
     if _TYPED_KEY_PREFIX.search(text, max(0, start - 16), start):
+        return True
+    if value.startswith("!") and _MATRIX_ROOM.match(text, start):
         return True
     label = _label(text, start, sensitive)
     if label == "identifier":
@@ -537,7 +541,7 @@ _REFERENCE = re.compile(
     | \$\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)$ | `[^`\n]+`$ | \$\([\w.\-/]*$             # a command's output: $(op read …)
     | (?:process\.env|import\.meta\.env|window|globalThis|Deno\.env)(?:\.[\w$]+|\[[^\]\n]+\])+!?[;,]?$    # read at run time
     | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
-    | ![a-z][\w-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                                    # a YAML tag (`!vault |`, `!secret db_pw`)
+    | ![a-z][A-Za-z_-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                               # a YAML tag, a word (`!vault |`, `!secret db_pw`; not `!a2222…`)
     """
 )
 # A record of when or which, never a credential: a timestamp (ISO 8601, or packed as LDAP's CSN writes it:

@@ -680,10 +680,13 @@ def _phrase(text: str, start: int, end: int) -> tuple[int, int] | None:
         return None
     seed = _SEED_WORDS.match(text, start)
     if seed is not None:
-        return seed.span()
-    if text[start:end].lower() in _PROSE or text[start:end].endswith(("ed", "ing", "ly")):
+        # A seed's words whole, whatever they are; the phrase goes on past them while words that are no prose follow
+        # (a seed's list has no word over eight letters: `… bbbbbbb bbbbbbbbb` is one phrase, not twelve words of it).
+        end, words = seed.end(), seed.group().count(" ") + 1
+    elif text[start:end].lower() in _PROSE or text[start:end].endswith(("ed", "ing", "ly")):
         return None
-    words = 1
+    else:
+        words = 1
     while words < MAX_PHRASE_WORDS and (word := _NEXT_WORD.match(text, end)) is not None and text[word.start() + 1 : word.end()].lower() not in _PROSE:
         end, words = word.end(), words + 1
     return (start, end) if words >= _MIN_PHRASE_WORDS else None

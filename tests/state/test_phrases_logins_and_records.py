@@ -163,6 +163,8 @@ _PHRASE_WORD = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=4, max_size=9)
     words=st.lists(_PHRASE_WORD, min_size=4, max_size=24, unique=True),
     label=st.sampled_from(["passphrase", "Seed phrase", "recovery_phrase", "mnemonic"]),
 )
+# A seed's twelve words, then one longer than a seed's list has: the phrase is all thirteen (a random run found it cut).
+@example(words=["bbbb", "bbbc", "bbbd", "bbbf", "bbbg", "bbbh", "bbbj", "bbbk", "bbcb", "bbbbb", "bbbbbb", "bbbbbbb", "bbbbbbbbb"], label="Seed phrase")
 def test_every_phrase_under_a_phrase_name_is_learnt_whole(words, label):
     phrase = " ".join(words)
     text = f"{label}: {phrase}\nnext line\n"
@@ -185,6 +187,7 @@ def test_every_phrase_under_a_phrase_name_is_learnt_whole(words, label):
     flag=st.sampled_from(["-p", "-P", "-p="]),
 )
 @example(user="ab", password="%22222222a", tool="docker login", flag="-p")  # a leading % is no reference by itself
+@example(user="ab", password="!a22222222", tool="docker login", flag="-p")  # nor a leading ! (a YAML tag is a word)
 def test_any_tool_with_a_user_flag_then_a_password_flag(user, password, tool, flag):
     joined = flag if flag.endswith("=") else flag + " "
     text = f"$ {tool} -u {user} {joined}{password} --verbose\n"
@@ -326,3 +329,16 @@ def test_a_line_break_written_as_an_escape_ends_a_value_in_the_document_and_in_t
         "event": redact_text(text, SENSITIVE, KnownSecrets.of(event_secrets("log", "w1", {"msg": text}, SENSITIVE))),
     }
     assert (token in shown["document"]) == (token in shown["event"]), shown
+
+
+@pytest.mark.parametrize("value", ["!vault |", "!secret db_password", "!include_dir_named"])
+def test_a_yaml_tag_is_a_word_and_a_password_after_a_bang_is_no_tag(value):
+    assert harmless_value(value, SENSITIVE)
+    assert not harmless_value("!a22222222", SENSITIVE) and not harmless_value("!Qx7mK2pL9vR4", SENSITIVE)
+
+
+def test_a_matrix_room_id_is_an_identifier():
+    text = '{"rooms": {"join": {"!xmeBJ0b1oiyzEcWkqP:matrix.org": {"timeline": {"limited": false}}}}}\n'
+    assert not {value for value in detect_secrets(text, SENSITIVE) if "xmeBJ0b1" in value}
+    # Without a server after it, the same token is judged as any other.
+    assert any("xmeBJ0b1" in value for value in detect_secrets("password: !xmeBJ0b1oiyzEcWkqP\n", SENSITIVE))
