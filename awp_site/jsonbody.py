@@ -15,9 +15,12 @@ Content-Type says, and refused with a code naming the problem (and, where there 
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
+import numpy as np
 import orjson
+import simdjson
 
 from awp_site.apierrors import ApiError
 
@@ -128,3 +131,63 @@ def _path_where(value: Any, found: Any) -> str | None:
 def _printable(path: str) -> str:
     """A field path fit to be echoed in an answer (NUL spelled out, bounded)."""
     return path.replace("\x00", "\\u0000")[:200]
+
+
+# ---- the edge's quick reading of a push batch (experiments.inbox) -----------------------------------------
+
+BATCH_FIELDS = frozenset({"run_id", "events", "experiment"})
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_parsers = threading.local()
+
+
+def quick_batch(body: bytes, *, max_events: int, kind_allowed: Any) -> tuple[str, str | None, int] | None:
+    """(run_id, experiment slug or None, number of events) of a body that passes every refusal of parse_json_body
+    and holds a push batch of 1..max_events objects with known kinds; None when it needs the full reading.
+
+    Validates without building the value: simdjson's parser (well-formed UTF-8 JSON, no NaN/Infinity, no lone
+    surrogate, no number beyond 64 bits) and a pass over the brackets outside strings for the depth: ~6× less
+    than orjson plus the depth walk on a 5,000-event body. Whatever it declines (a NUL escape, a big integer, an
+    unknown kind, any other shape) goes the full way, which names the problem or takes the body as it is.
+    """
+    if b"\\u0000" in body:
+        return None
+    # One parser per thread, reused (its buffers stay allocated) only once nothing of its last document is alive.
+    parser = getattr(_parsers, "parser", None) or simdjson.Parser()
+    _parsers.parser = None
+    try:
+        found = _batch_fields(parser.parse(body), max_events, kind_allowed)
+    except (ValueError, RuntimeError, UnicodeDecodeError):
+        return None
+    _parsers.parser = parser  # every proxy into the document went with _batch_fields' frame
+    return found if found is not None and nesting_depth(body) <= MAX_DEPTH else None
+
+
+def _batch_fields(document: Any, max_events: int, kind_allowed: Any) -> tuple[str, str | None, int] | None:
+    if not isinstance(document, simdjson.Object):
+        return None
+    keys = list(document.keys())  # a repeated key: orjson would read the last, simdjson the first
+    if len(keys) != len(set(keys)) or not BATCH_FIELDS.issuperset(keys):
+        return None
+    run_id, events, slug = document.get("run_id"), document.get("events"), document.get("experiment")
+    if type(run_id) is not str or not 1 <= len(run_id) <= 200 or (slug is not None and type(slug) is not str):
+        return None
+    if not isinstance(events, simdjson.Array) or not 1 <= len(events) <= max_events:
+        return None
+    for item in events:
+        kind = item.get("kind") if isinstance(item, simdjson.Object) else None
+        if type(kind) is not str or not kind_allowed(kind):
+            return None
+    return run_id, slug, len(events)
+
+
+def nesting_depth(body: bytes) -> int:
+    """How deep arrays and objects nest in a well-formed JSON body: the brackets outside strings, counted in C
+    (escaped quotes dropped, every byte but quotes and brackets deleted, then numpy's running sums)."""
+    # In well-formed JSON a backslash only escapes, pairing from the left: drop the escaped backslashes, then the
+    # escaped quotes; every quote left opens or closes a string.
+    body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = np.frombuffer(body.translate(None, _NOT_STRUCTURE), np.uint8)
+    outside = (np.cumsum(marks == 34, dtype=np.uint8) & 1) == 0  # parity survives the uint8 wrap
+    step = (marks == 91).view(np.int8) + (marks == 123).view(np.int8) - (marks == 93).view(np.int8) - (marks == 125).view(np.int8)
+    step *= outside
+    return int(np.cumsum(step, dtype=np.int32).max(initial=0))

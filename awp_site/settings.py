@@ -180,6 +180,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AWP_MAX_BODY_BYTES", str(32 * 
 
 # Product knobs.
 AWP_INGEST_MAX_BATCH = int(os.environ.get("AWP_INGEST_MAX_BATCH", "5000"))
+# Bodies of batches accepted with `Prefer: respond-async` and not yet in the ledger (experiments.inbox), all
+# experiments together; past it an accept answers 429 inbox_full with Retry-After.
+AWP_INGEST_INBOX_BYTES = int(os.environ.get("AWP_INGEST_INBOX_BYTES", str(256 * 1024 * 1024)))
 # OTLP exports handled at once per process; more answer 503 with Retry-After (exporters retry those).
 AWP_OTEL_MAX_INFLIGHT = int(os.environ.get("AWP_OTEL_MAX_INFLIGHT", "16"))
 # Memory work out as gen_ai.memory spans (otel/send.py): only when an OTLP endpoint is set, unless AWP_OTEL_SEND=off.

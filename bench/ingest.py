@@ -10,17 +10,28 @@ Two event sizes, each against raw COPY of the same rows (same payloads) in the s
 - agent-sized (~1 KB: a model call's messages and attributes as a `log`, a tool call's arguments and result as
   a `tool.call`, every 20th a `worker.complete` with a summary: text the secret detector and the projectors read).
 
-Prints a table per size and ends with `ratio <x>` (small) and `agent_ratio <x>` = (events/s at batch 5000) ÷
-(events/s of raw COPY of the same rows).
+Batch 5,000 is pushed twice more, with `Prefer: respond-async` (experiments.inbox) and a drainer process
+(`manage.py awp_drain`) beside daphne: *accepted* is the rate at which the batches are answered 202 (the body
+parsed, checked and stored durably), *accepted → applied* the rate until the drainer has put every one of them
+into the ledger, scanned and projected (from the first request to the last receipt settled).
+
+Prints a table per size and ends with, for small events and then agent-sized ones (`agent_` prefix), each as
+(events/s at batch 5000) ÷ (events/s of raw COPY of the same rows):
+- `ratio`: accepted with `Prefer: respond-async` (what a pushing agent waits for);
+- `applied_ratio`: accepted → applied (the ledger's own throughput, the drainer working beside daphne);
+- `sync_ratio`: appended before the answer (200 with seqs, no preference).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,7 +40,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import daphne, machine, print_table, setup_django  # noqa: E402
+from bench.common import ROOT, child_env, daphne, machine, print_table, setup_django  # noqa: E402
 
 
 def make_events(n: int, run_tag: str) -> list[dict[str, Any]]:
@@ -91,22 +102,72 @@ def agent_events(n: int, run_tag: str) -> list[dict[str, Any]]:
     return out
 
 
-def push(base: str, token: str, run_id: str, events: list[dict[str, Any]], batch: int) -> float:
+def push(base: str, token: str, run_id: str, events: list[dict[str, Any]], batch: int, *, prefer_async: bool = False) -> tuple[float, list[int]]:
+    """Seconds to push `events` in batches (and the accepted batches' ids with `prefer_async`)."""
     session = requests.Session()
     session.headers.update({"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     start_body = {"run_id": run_id, "events": [{"kind": "run.start", "idempotency_key": "start", "payload": {"task": "bench"}}]}
     assert session.post(f"{base}/api/v1/ingest", data=json.dumps(start_body), timeout=60).status_code == 200
+    if prefer_async:
+        session.headers["Prefer"] = "respond-async"
     # Bodies are serialised before the clock starts: this measures the server, not the client's json.dumps.
     bodies = [json.dumps({"run_id": run_id, "events": events[i : i + batch]}) for i in range(0, len(events), batch)]
+    accepted: list[int] = []
     started = time.perf_counter()
     for body in bodies:
         response = session.post(f"{base}/api/v1/ingest", data=body, timeout=300)
         while response.status_code == 429:  # the token-auth rate limit (600 requests/min per client) counts in the figure
             time.sleep(float(response.json().get("retry_after", 1)))
             response = session.post(f"{base}/api/v1/ingest", data=body, timeout=300)
-        if response.status_code != 200:
+        if response.status_code != (202 if prefer_async else 200):
             raise SystemExit(f"ingest failed: {response.status_code} {response.text[:300]}")
-    return time.perf_counter() - started
+        if prefer_async:
+            accepted.append(response.json()["batch"])
+    return time.perf_counter() - started, accepted
+
+
+def settled_after(ids: list[int], started: float, timeout: float = 600) -> float:
+    """Seconds from `started` until every accepted batch in `ids` is settled; exits if one was refused."""
+    from experiments.models import AcceptedBatch
+
+    deadline = time.monotonic() + timeout
+    while AcceptedBatch.objects.filter(pk__in=ids, state=AcceptedBatch.PENDING).exists():
+        if time.monotonic() > deadline:
+            raise SystemExit("the drainer did not apply the accepted batches in time")
+        time.sleep(0.01)
+    elapsed = time.perf_counter() - started
+    refused = list(AcceptedBatch.objects.filter(pk__in=ids).exclude(state=AcceptedBatch.APPLIED).values_list("result", flat=True))
+    if refused:
+        raise SystemExit(f"accepted batches were refused: {refused[:1]}")
+    return elapsed
+
+
+@contextmanager
+def drainer(database_url: str) -> Iterator[None]:
+    """`manage.py awp_drain` beside daphne, until it holds the drainer lock (accepts are applied, not refused)."""
+    from django.db import connection
+
+    from experiments.inbox import DRAINER_LOCK
+
+    command = [sys.executable, "manage.py", "awp_drain", "--poll", "0.5", "-v", "0"]
+    proc = subprocess.Popen(command, cwd=ROOT, env=child_env(database_url))
+    try:
+        deadline = time.monotonic() + 60
+        with connection.cursor() as cursor:
+            while True:
+                cursor.execute(
+                    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND objid = %s AND objsubid = 2)",
+                    list(DRAINER_LOCK),
+                )
+                if cursor.fetchone()[0]:
+                    break
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("the drainer did not start")
+                time.sleep(0.1)
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def raw_copy(events: list[dict[str, Any]]) -> float:
@@ -190,22 +251,34 @@ def main() -> None:
         with daphne(url) as base:
             for size, n in sizes.items():
                 tag = uuid.uuid4().hex[:8]
-                elapsed = push(base, secret, f"bench-{name}-{size}-{tag}", make(n, tag), size)
+                elapsed, _ = push(base, secret, f"bench-{name}-{size}-{tag}", make(n, tag), size)
                 rates[size] = n / elapsed
                 rows.append([f"HTTP batch {size}", n, elapsed, rates[size]])
+            with drainer(url):
+                tag = uuid.uuid4().hex[:8]
+                n = sizes[5000]
+                started = time.perf_counter()
+                elapsed, ids = push(base, secret, f"bench-{name}-async-{tag}", make(n, tag), 5000, prefer_async=True)
+                applied = settled_after(ids, started)
+                rates[-1], rates[-2] = n / elapsed, n / applied
+                rows.append(["HTTP batch 5000, Prefer: respond-async: accepted", n, elapsed, rates[-1]])
+                rows.append(["the same, accepted → applied by the drainer", n, applied, rates[-2]])
         copy_elapsed = raw_copy(sample)
         copy_rate = total / copy_elapsed
         rows.append(["raw COPY of the same rows (bare table, 1 index)", total, copy_elapsed, copy_rate])
         print(f"\n## {name} events (~{size_bytes:,.0f} bytes of JSON each)\n")
         print_table(["path", "events", "seconds", "events/s"], rows)
-        ratios[name] = rates[5000] / copy_rate
+        ratios[name] = rates[-1] / copy_rate
+        ratios[f"{name}_applied"] = rates[-2] / copy_rate
+        ratios[f"{name}_sync"] = rates[5000] / copy_rate
         if args.profile:
             profile_batch(secret, make(5000, uuid.uuid4().hex[:8]), name)
     print()
-    if "small" in ratios:
-        print(f"ratio {ratios['small']:.3f}")
-    if "agent" in ratios:
-        print(f"agent_ratio {ratios['agent']:.3f}")
+    for name, prefix in (("small", ""), ("agent", "agent_")):
+        if name in ratios:
+            print(f"{prefix}ratio {ratios[name]:.3f}")
+            print(f"{prefix}applied_ratio {ratios[name + '_applied']:.3f}")
+            print(f"{prefix}sync_ratio {ratios[name + '_sync']:.3f}")
 
 
 if __name__ == "__main__":

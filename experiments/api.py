@@ -14,7 +14,7 @@ from ninja import Field, Query, Router, Schema
 from awp_site.apierrors import ApiError
 from awp_site.auth import Caller, api_auth, authorize_experiment, experiment_for
 from experiments.ingest import append_locked, lock_run, push_one
-from experiments.models import Digest, Event, Experiment, Run
+from experiments.models import AcceptedBatch, Digest, Event, Experiment, Run
 from experiments.projections import IngestRefused, ProjectionContext
 from experiments.pushed import validate_batch
 from state.services_redaction import redact_for
@@ -83,30 +83,71 @@ def ingest_experiment(request: HttpRequest, slug: str | None) -> Experiment:
     "/ingest",
     response=IngestOut,
     summary="Append a batch of events to a run's ledger (all or nothing, idempotent)",
-    openapi_extra={"responses": {401: {"description": "no credentials"}, 403: {"description": "token of another experiment or without scope ingest"}, 404: {"description": "unknown run"}, 413: {"description": "batch_too_large"}, 422: {"description": "per-item errors"}}},
+    description=(
+        "With a token and `Prefer: respond-async`, the batch is accepted rather than appended before the answer: "
+        "202 with a receipt (`batch`, `status_url`) once its body is stored, then appended by a drainer in the "
+        "order accepted; `GET /api/v1/ingest/batches/{batch_id}` gives its seqs or its refusal. Without a drainer "
+        "running, the preference is not applied (200 with seqs)."
+    ),
+    openapi_extra={"responses": {202: {"description": "accepted (Prefer: respond-async): a receipt to read at status_url"}, 401: {"description": "no credentials"}, 403: {"description": "token of another experiment or without scope ingest"}, 404: {"description": "unknown run"}, 413: {"description": "batch_too_large"}, 422: {"description": "per-item errors"}, 429: {"description": "rate limited, or inbox_full (Retry-After)"}}},
 )
 def ingest(request: HttpRequest, body: IngestIn) -> dict[str, Any]:
     experiment = ingest_experiment(request, body.experiment)
+    return append_batch(experiment, body.run_id, body.events)
+
+
+def append_batch(experiment: Experiment, run_id: str, items: list[Any]) -> dict[str, Any]:
+    """A pushed batch into the run's ledger (all or nothing): the answer, or an ApiError saying what was refused.
+    The synchronous push answers with it; the inbox's drainer settles an accepted batch's receipt with it."""
     limit = settings.AWP_INGEST_MAX_BATCH
-    if len(body.events) > limit:
-        raise ApiError(413, "batch_too_large", f"A batch holds at most {limit} events; this one has {len(body.events)}.", max_batch=limit)
-    events, errors = validate_batch(body.events)
+    if len(items) > limit:
+        raise ApiError(413, "batch_too_large", f"A batch holds at most {limit} events; this one has {len(items)}.", max_batch=limit)
+    events, errors = validate_batch(items)
     if errors:
         raise ApiError(422, "invalid_events", f"{len(errors)} event(s) were refused; nothing was stored.", errors=[e.as_dict() for e in errors])
     try:
         ctx = ProjectionContext(strict=True, source="api")
         with transaction.atomic():
             # A one-event push into an existing run: one statement (lock, dedupe, insert, head, announce), then commit.
-            pushed = push_one(experiment, body.run_id, events[0], ctx=ctx) if len(events) == 1 else None
+            pushed = push_one(experiment, run_id, events[0], ctx=ctx) if len(events) == 1 else None
             if pushed is not None:
                 run, result = pushed
             else:
-                run = _locked_run_for_batch(experiment, body.run_id, starts=any(e.kind == "run.start" for e in events))
+                run = _locked_run_for_batch(experiment, run_id, starts=any(e.kind == "run.start" for e in events))
                 result = append_locked(run, events, ctx=ctx)
     except IngestRefused as refused:
         index = next((i for i, e in enumerate(events) if e.dedupe_key == refused.dedupe_key), None)
         raise ApiError(422, refused.code, refused.message, errors=[{"index": index, "code": refused.code, "message": refused.message}]) from None
     return {"run_id": run.run_id, "seqs": result.seqs, "new": result.new_count, "last_seq": run.last_seq}
+
+
+class BatchOut(Schema):
+    batch: int
+    state: str = Field(..., description="pending, applied or refused")
+    run_id: str
+    events: int
+    accepted_at: datetime
+    settled_at: datetime | None
+    result: dict[str, Any] | None = Field(
+        None, description="applied: {run_id, seqs, new, last_seq} as a synchronous push answers; refused: {code, message, errors?}"
+    )
+
+
+@router.get(
+    "/ingest/batches/{batch_id}",
+    response=BatchOut,
+    summary="The receipt of a batch accepted with Prefer: respond-async: pending, applied (with its seqs) or refused",
+)
+def ingest_batch(request: HttpRequest, batch_id: int) -> dict[str, Any]:
+    batch = AcceptedBatch.objects.select_related("experiment").filter(pk=batch_id).defer("body").first()
+    caller: Caller = request.auth  # type: ignore[attr-defined]
+    if batch is None or (caller.token is not None and caller.token.experiment_id != batch.experiment_id):
+        raise ApiError(404, "batch_not_found", f"No accepted batch {batch_id} for this caller.")
+    authorize_experiment(request, batch.experiment, scope="ingest")
+    return {
+        "batch": batch.pk, "state": batch.state, "run_id": batch.run_id, "events": batch.events,
+        "accepted_at": batch.accepted_at, "settled_at": batch.settled_at, "result": batch.result,
+    }  # fmt: skip
 
 
 def _locked_run_for_batch(experiment: Experiment, run_id: str, *, starts: bool) -> Run:

@@ -478,3 +478,36 @@ def from_row(model: Any, fields: Any, values: tuple[Any, ...]) -> Any:
     """
     converted = [field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value for field, value in zip(fields, values, strict=True)]
     return model.from_db(connection.alias, [field.attname for field in fields], converted)
+
+
+class AcceptedBatch(models.Model):
+    """A pushed batch accepted for the ledger and not yet in it (`Prefer: respond-async`), then its receipt.
+
+    The body is kept exactly as received until a drainer (experiments.inbox) applies it through the one ingest
+    path: validated, scanned for secrets and projected in the transaction that appends it, so nothing of it is
+    served before that. The body is dropped when the batch settles; the receipt (seqs or the refusal) stays.
+    """
+
+    PENDING, APPLIED, REFUSED = "pending", "applied", "refused"
+
+    id = models.BigAutoField(primary_key=True)
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="+")
+    token = models.ForeignKey("ApiToken", null=True, on_delete=models.SET_NULL, related_name="+")
+    run_id = models.CharField(max_length=200)
+    body = models.BinaryField(null=True, help_text="the request body as received, zlib-compressed; dropped once settled")
+    events = models.IntegerField()
+    bytes = models.IntegerField()
+    state = models.CharField(max_length=8, default=PENDING)
+    result = models.JSONField(null=True, help_text="{run_id, seqs, new, last_seq}, or {code, message, errors}")
+    accepted_at = models.DateTimeField(default=timezone.now)
+    settled_at = models.DateTimeField(null=True)
+
+    class Meta:
+        indexes = [
+            # The drainer's claim (oldest pending batch whose run has no older one) and the inbox's size.
+            models.Index(fields=["experiment", "run_id", "id"], name="acceptedbatch_pending", condition=Q(state="pending")),
+            models.Index(fields=["settled_at"], name="acceptedbatch_settled", condition=~Q(state="pending")),
+        ]
+
+    def __str__(self) -> str:
+        return f"batch {self.pk} ({self.state})"

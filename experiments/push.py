@@ -69,9 +69,12 @@ def view(general: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpReques
 
     @csrf_exempt  # as ninja's own views: a bearer token needs no CSRF token; the general path checks a session's
     def ingest(request: HttpRequest) -> HttpResponse:
+        from experiments.inbox import accept, prefers_async  # it reads this module's token cache
+
         if request.method == "POST":
             try:
-                answer = one_statement_push(request)
+                answer = accept(request) if prefers_async(request) else None
+                answer = answer or one_statement_push(request)
             except ApiError as refused:
                 from awp_site.api import on_api_error
 
@@ -99,7 +102,7 @@ def one_statement_push(request: HttpRequest) -> HttpResponse | None:
     check_address_rate(request.META.get("REMOTE_ADDR", "?"))
     request.awp_counted_rates = CountedRates()  # type: ignore[attr-defined]
     hashed = hash_secret(secret)
-    token = _tokens.get(hashed) or _load_token(hashed)
+    token = known_token(hashed)
     if token is None or "ingest" not in token.scopes or (slug and slug != token.experiment.slug):
         return None
     experiment = token.experiment
@@ -113,8 +116,7 @@ def one_statement_push(request: HttpRequest) -> HttpResponse | None:
     row = _write(token, hashed, run_id, event, notify)
     valid, run_pk, head, known, seq, stamp = row
     if not valid:
-        with _lock:
-            _tokens.pop(hashed, None)  # revoked, rescoped, or its experiment changed: the general path knows
+        forget_token(hashed)  # revoked, rescoped, or its experiment changed: the general path knows
         return None
     if run_pk is None:
         return None  # no such run: the general path answers 404 (or finds it created meanwhile)
@@ -148,6 +150,17 @@ def _one_event(request: HttpRequest) -> tuple[Any, str, str | None]:
         return nothing
     event, error = validate_item(0, events[0])
     return (event, run_id, slug) if error is None else nothing
+
+
+def known_token(hashed: str) -> KnownToken | None:
+    """The token with this hash as this process last saw it (loaded once); the caller's statement re-checks it."""
+    return _tokens.get(hashed) or _load_token(hashed)
+
+
+def forget_token(hashed: str) -> None:
+    """Drop a token the rows said is no longer what this process saw (revoked, rescoped, experiment changed)."""
+    with _lock:
+        _tokens.pop(hashed, None)
 
 
 def _load_token(hashed: str) -> KnownToken | None:

@@ -89,6 +89,10 @@ class Command(BaseCommand):
             from experiments.management.commands.awp_demo import follow_demo
 
             found["demo"] = lambda stop: follow_demo(self.stdout, stop=stop)
+        if "awp_drain" in available:
+            from experiments.inbox import Drainer
+
+            found["ingest drainer"] = Drainer().run
         if "awp_embed" in available:
             from memory.management.commands.awp_embed import run_worker
 

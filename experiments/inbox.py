@@ -1,0 +1,244 @@
+"""Accept a pushed batch now, append it beside the request: `Prefer: respond-async` on POST /api/v1/ingest.
+
+A client that sends `Prefer: respond-async` with a token asks for the batch to be *accepted* rather than
+appended before the answer. Accepting is what an agent waits for, and it costs what the request must cost
+anyway: the body's reading (the same refusals, at the edge: not JSON, too deep, NUL, NaN → 400/422, without
+building the value: awp_site.jsonbody.quick_batch), the batch limit and the kinds, then one statement that
+stores the body as received (zlib level 1: ~8 ms for 4.4 MB, a write of a tenth of it) and wakes a drainer. The answer is
+`202` with a receipt, durable at commit (synchronous_commit as configured). Without a drainer alive, or with a
+session instead of a token, the preference is not applied and the batch is appended at once (200 with seqs).
+
+A drainer (`drain_one`, run by `Drainer` in `awp_serve` or `manage.py awp_drain`) takes the oldest pending batch
+whose run has no older pending batch, so the batches of a run go into its ledger in the order they were
+accepted, while several drainers share different runs. It applies the batch through the one ingest path
+(`experiments.ingest.append_locked`: per-item validation, dedupe, gap-free seqs, secret learning, projections)
+and settles the receipt in the same transaction: applied with the seqs, or refused with the same codes and
+per-item errors a synchronous push gets, nothing of it stored. Until then nothing of the body is served
+anywhere: the ledger, the projections and every way out see a batch only once it was scanned and projected.
+
+`GET /api/v1/ingest/batches/{id}` reads a receipt (`experiments.api`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import zlib
+from datetime import timedelta
+from typing import Any
+
+import orjson
+import psycopg
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from psycopg.types.numeric import Int8
+
+from awp_site.apierrors import ApiError
+from awp_site.auth import CountedRates, check_address_rate, hit_token_rate
+from awp_site.db import prepared_cursor
+from awp_site.jsonbody import parse_json_body, quick_batch
+from experiments.models import AcceptedBatch, hash_secret
+from experiments.push import forget_token, known_token
+from experiments.pushed import kind_allowed
+from state.secrets import STAMP_SQL
+from state.services_redaction import mark_in_scope
+
+log = logging.getLogger(__name__)
+
+# A live drainer holds this advisory lock (shared, on its own connection): Postgres frees it if the drainer dies,
+# so the accept statement knows whether anyone will apply what it accepts. Two int4 keys: 'AWPD', 1.
+DRAINER_LOCK = (0x41575044, 1)
+CHANNEL = "awp_inbox"
+RECEIPT_DAYS = 7
+
+
+def prefers_async(request: HttpRequest) -> bool:
+    """Whether the request asks for `Prefer: respond-async` (RFC 7240; several preferences may share the header)."""
+    header = request.META.get("HTTP_PREFER", "")
+    return any(part.split(";")[0].strip().lower() == "respond-async" for part in header.split(","))
+
+
+def accept(request: HttpRequest) -> HttpResponse | None:
+    """202 and a receipt for a batch that asks for it and may have it; None hands the request on, untouched, to
+    the one-statement push and the general path (which answer it as they always have: 200, or the refusal)."""
+    scheme, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    if scheme.lower() != "bearer" or not secret:
+        return None
+    body = request.body
+    checked = quick_batch(body, max_events=settings.AWP_INGEST_MAX_BATCH, kind_allowed=kind_allowed)
+    if checked is None:
+        return None
+    run_id, slug, count = checked
+    # From here the attempt counts against the address and the token, once (the general path is told).
+    check_address_rate(request.META.get("REMOTE_ADDR", "?"))
+    request.awp_counted_rates = CountedRates()  # type: ignore[attr-defined]
+    hashed = hash_secret(secret)
+    token = known_token(hashed)
+    if token is None or "ingest" not in token.scopes or (slug and slug != token.experiment.slug):
+        return None
+    wait = hit_token_rate(token.id)
+    request.awp_counted_rates = CountedRates(token_id=token.id, token_wait=wait)  # type: ignore[attr-defined]
+    if wait is not None:
+        return None
+    experiment_id = Int8(token.experiment.pk)
+    params = [
+        Int8(token.id), hashed, experiment_id, token.experiment.slug, token.protocol_md5, *DRAINER_LOCK,
+        experiment_id, Int8(token.id), run_id, zlib.compress(body, 1), count, len(body), timezone.now(), len(body), settings.AWP_INGEST_INBOX_BYTES,
+        experiment_id,
+    ]  # fmt: skip
+    with prepared_cursor() as cursor:
+        cursor.execute(_ACCEPT, params)
+        valid, drained, batch_id, _notified, stamp = cursor.fetchone()
+    if not valid:
+        forget_token(hashed)  # revoked, rescoped, or its experiment changed: the general path knows
+        return None
+    if not drained:
+        return None  # nobody would apply it: appended at once instead
+    if batch_id is None:
+        raise ApiError(
+            429, "inbox_full", "Accepted batches waiting for the ledger exceed AWP_INGEST_INBOX_BYTES; retry shortly.", retry_after=1
+        )
+    mark_in_scope(request, token.experiment, known_stamp=(int(stamp[0]), int(stamp[1])))
+    status_url = f"/api/v1/ingest/batches/{batch_id}"
+    receipt = {"batch": batch_id, "state": AcceptedBatch.PENDING, "run_id": run_id, "events": count, "status_url": status_url}
+    response = HttpResponse(orjson.dumps(receipt), status=202, content_type="application/json; charset=utf-8")
+    response["Location"] = status_url
+    response["Preference-Applied"] = "respond-async"
+    return response
+
+
+# One statement in the request's autocommit: the token as the process saw it (hash, not revoked, scope ingest,
+# experiment unchanged), a drainer alive, room in the inbox; then store the body, wake a drainer, and read the
+# known-secret stamp for the response net.
+_ACCEPT = f"""
+    WITH tok AS (
+        SELECT t.id FROM experiments_apitoken t JOIN experiments_experiment e ON e.id = t.experiment_id
+        WHERE t.id = %s AND t.hashed_secret = %s AND t.revoked_at IS NULL AND 'ingest' = ANY(t.scopes)
+          AND e.id = %s AND e.slug = %s AND md5(e.protocol::text) = %s
+    ),
+    drainer AS (
+        SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid AND objid = %s::oid AND objsubid = 2 AND granted LIMIT 1
+    ),
+    ins AS (
+        INSERT INTO experiments_acceptedbatch (experiment_id, token_id, run_id, body, events, bytes, state, accepted_at)
+        SELECT %s::bigint, %s::bigint, %s::varchar, %s::bytea, %s::integer, %s::integer, 'pending', %s::timestamptz
+        WHERE EXISTS (SELECT 1 FROM tok) AND EXISTS (SELECT 1 FROM drainer)
+          AND (SELECT coalesce(sum(bytes), 0) FROM experiments_acceptedbatch WHERE state = 'pending') + %s::bigint <= %s::bigint
+        RETURNING id
+    )
+    SELECT EXISTS (SELECT 1 FROM tok), EXISTS (SELECT 1 FROM drainer), (SELECT id FROM ins),
+           (SELECT pg_notify('{CHANNEL}', '') FROM ins), ({STAMP_SQL.replace("%s", "%s::bigint")})
+"""
+
+# The oldest pending batch whose run has no older pending batch (taken by another drainer: locked, still pending).
+_CLAIM = """
+    SELECT b.id FROM experiments_acceptedbatch b
+    WHERE b.state = 'pending' AND NOT EXISTS (
+        SELECT 1 FROM experiments_acceptedbatch o
+        WHERE o.state = 'pending' AND o.experiment_id = b.experiment_id AND o.run_id = b.run_id AND o.id < b.id
+    )
+    ORDER BY b.id LIMIT 1 FOR UPDATE SKIP LOCKED
+"""
+
+
+def drain_one() -> int | None:
+    """Apply (or refuse) one pending batch and settle its receipt; its id, or None when none is waiting."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_CLAIM)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        batch = AcceptedBatch.objects.select_related("experiment").get(pk=row[0])
+        try:
+            with transaction.atomic():
+                result = _apply(batch)
+            batch.state = AcceptedBatch.APPLIED
+        except ApiError as refused:
+            result = refused.body()
+            batch.state = AcceptedBatch.REFUSED
+        except (OperationalError, InterfaceError):
+            raise  # the database is away: the batch stays pending for the next try
+        except Exception:
+            # Anything else would fail the same way on every try: refuse the batch (nothing of it stored) rather
+            # than hold the runs behind it. The traceback goes to the server log, through its masks.
+            log.exception("ingest drainer: batch %s could not be applied", batch.pk)
+            result = {"code": "apply_failed", "message": "The server could not apply this batch; nothing was stored. The server log says why."}
+            batch.state = AcceptedBatch.REFUSED
+        batch.result, batch.body, batch.settled_at = result, None, timezone.now()
+        batch.save(update_fields=["state", "result", "body", "settled_at"])
+    return batch.pk
+
+
+def drain_pending() -> int:
+    """Apply every batch waiting now (tests, `awp_drain --once`); how many were settled."""
+    settled = 0
+    while drain_one() is not None:
+        settled += 1
+    return settled
+
+
+def _apply(batch: AcceptedBatch) -> dict[str, Any]:
+    """The batch through the one ingest path, as a synchronous push of it would go; ApiError as that push's refusal."""
+    from experiments.api import append_batch  # the API module imports this one
+
+    value = parse_json_body(zlib.decompress(batch.body))
+    events = value.get("events") if type(value) is dict else None
+    if type(events) is not list:  # the edge's parser read a duplicated key the other way: refuse, never guess
+        raise ApiError(422, "invalid_request", "The batch's events are not a list.", field="events")
+    # The run the receipt names (the edge's reading, should the body repeat a key).
+    return append_batch(batch.experiment, batch.run_id, events)
+
+
+def forget_old_receipts() -> int:
+    """Delete receipts settled more than RECEIPT_DAYS ago."""
+    cutoff = timezone.now() - timedelta(days=RECEIPT_DAYS)
+    deleted, _ = AcceptedBatch.objects.filter(settled_at__lt=cutoff).exclude(state=AcceptedBatch.PENDING).delete()
+    return deleted
+
+
+class Drainer:
+    """Drain the inbox until `stop` is set: at once when an accept notifies, and every `poll` seconds anyway.
+
+    Holds DRAINER_LOCK (shared) on its listening connection while it runs, so accepts know it is there."""
+
+    def __init__(self, *, poll: float = 1.0) -> None:
+        self.poll = poll
+
+    def run(self, stop: threading.Event) -> None:
+        listener: psycopg.Connection[Any] | None = None
+        swept = 0.0
+        while not stop.is_set():
+            try:
+                if listener is None or listener.closed:
+                    listener = self._listen()
+                while not stop.is_set() and drain_one() is not None:
+                    pass
+                now = timezone.now().timestamp()
+                if now - swept > 3600:
+                    forget_old_receipts()
+                    swept = now
+                for _notice in listener.notifies(timeout=self.poll, stop_after=1):
+                    pass
+            except (DatabaseError, psycopg.Error) as exc:
+                log.warning("ingest drainer: the database is unavailable (%s); retrying", type(exc).__name__)
+                connection.close()
+                if listener is not None:
+                    listener.close()
+                listener = None
+                stop.wait(self.poll)
+        if listener is not None:
+            listener.close()
+        connection.close()  # this thread's own
+
+    def _listen(self) -> psycopg.Connection[Any]:
+        connection.ensure_connection()
+        params = connection.get_connection_params()
+        params.pop("cursor_factory", None)
+        params.pop("context", None)
+        listener = psycopg.connect(**params, autocommit=True)
+        listener.execute("SELECT pg_advisory_lock_shared(%s, %s)", DRAINER_LOCK)
+        listener.execute(f"LISTEN {CHANNEL}")
+        return listener
