@@ -39,6 +39,7 @@ from awp_site.apierrors import ApiError
 from awp_site.auth import CountedRates, check_address_rate, hit_token_rate
 from awp_site.db import prepared_cursor
 from awp_site.jsonbody import parse_json_body, quick_batch
+from awp_site.middleware import TRIM_AFTER_BYTES, release_freed_memory
 from experiments.models import AcceptedBatch, hash_secret
 from experiments.push import forget_token, known_token
 from experiments.pushed import kind_allowed
@@ -169,6 +170,8 @@ def drain_one() -> int | None:
             batch.state = AcceptedBatch.REFUSED
         batch.result, batch.body, batch.settled_at = result, None, timezone.now()
         batch.save(update_fields=["state", "result", "body", "settled_at"])
+    if batch.bytes > TRIM_AFTER_BYTES:
+        release_freed_memory()  # as after a large request: the batch's parse would stay this process's peak
     return batch.pk
 
 

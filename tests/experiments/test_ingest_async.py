@@ -267,3 +267,20 @@ def _drainer_holds_lock() -> bool:
             list(DRAINER_LOCK),
         )
         return bool(cursor.fetchone()[0])
+
+
+def test_awp_drain_once_settles_what_waits_and_awp_serve_runs_a_drainer(experiment, drainer_alive):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from experiments.management.commands.awp_serve import Command as Serve
+
+    client, token = Client(), make_token(experiment)
+    post(client, token, batch(), **ASYNC)
+    post(client, token, batch("r2"), **ASYNC)
+    out = StringIO()
+    call_command("awp_drain", "--once", stdout=out)
+    assert "2 batch(es) settled" in out.getvalue()
+    assert set(AcceptedBatch.objects.values_list("state", flat=True)) == {"applied"}
+    assert "ingest drainer" in Serve().companions(no_demo=True)
