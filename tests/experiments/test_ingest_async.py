@@ -284,3 +284,34 @@ def test_awp_drain_once_settles_what_waits_and_awp_serve_runs_a_drainer(experime
     assert "2 batch(es) settled" in out.getvalue()
     assert set(AcceptedBatch.objects.values_list("state", flat=True)) == {"applied"}
     assert "ingest drainer" in Serve().companions(no_demo=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_push_client_accepts_then_waits_for_the_seqs_and_raises_a_refusal(asgi_server):
+    from awp_site.client import IngestClient, IngestError
+
+    experiment = make_experiment()
+    token = make_token(experiment)
+    stop = threading.Event()
+    drainer = threading.Thread(target=Drainer(poll=0.2).run, args=(stop,), daemon=True)
+    drainer.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not _drainer_holds_lock() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with IngestClient(asgi_server.url, token=token, run_id="client-async", batch_size=4, accept_async=True) as client:
+            client.send("run.start", {"task": "t"})
+            for i in range(9):
+                client.send("log", {"msg": i}, iteration=1)
+            client.flush()
+            assert client.seqs == [] and len(client.pending) == 3  # accepted, not yet waited for
+            assert client.wait(timeout=30) == list(range(1, 11))
+        refused = IngestClient(asgi_server.url, token=token, run_id="never-started", accept_async=True)
+        refused.send("log", {"msg": "x"})
+        with pytest.raises(IngestError) as caught:
+            refused.wait(timeout=30)
+        assert caught.value.code == "unknown_run"
+        refused.close()
+    finally:
+        stop.set()
+        drainer.join(timeout=10)

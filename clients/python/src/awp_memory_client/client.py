@@ -62,12 +62,17 @@ class Transport:
         self.token, self.retries, self.backoff, self.timeout = token, retries, backoff, timeout
         self.max_retry_after, self.sleep = max_retry_after, sleep
 
-    def post_json(self, path: str, body: dict[str, Any], *, error: type[ApiError] = ApiError) -> Any:
-        data = json.dumps(body).encode()
+    def post_json(self, path: str, body: dict[str, Any], *, error: type[ApiError] = ApiError, headers: dict[str, str] | None = None) -> Any:
+        return self._call("POST", path, json.dumps(body).encode(), error=error, headers=headers)
+
+    def get_json(self, path: str, *, error: type[ApiError] = ApiError) -> Any:
+        return self._call("GET", path, None, error=error)
+
+    def _call(self, method: str, path: str, data: bytes | None, *, error: type[ApiError], headers: dict[str, str] | None = None) -> Any:
         for attempt in range(self.retries + 1):
             request = urllib.request.Request(
-                self.base_url + path, data=data, method="POST",
-                headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json", "Accept": "application/json"},
+                self.base_url + path, data=data, method=method,
+                headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json", "Accept": "application/json", **(headers or {})},
             )  # fmt: skip
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - the caller's server
@@ -84,20 +89,26 @@ class Transport:
                 if attempt == self.retries:
                     raise
             # Exponential backoff with a little deterministic jitter per body.
-            jitter = int(hashlib.sha256(data).hexdigest()[:2], 16) / 2550
+            jitter = int(hashlib.sha256(data or path.encode()).hexdigest()[:2], 16) / 2550
             self.sleep(self.backoff * (2**attempt) + jitter)
         raise AssertionError("unreachable")
 
 
 class IngestClient:
-    """Buffers events and pushes them to POST /api/v1/ingest in batches; every event carries an idempotency key."""
+    """Buffers events and pushes them to POST /api/v1/ingest in batches; every event carries an idempotency key.
+
+    `accept_async=True` asks the server to accept each batch and append it beside the request (`Prefer:
+    respond-async`): a push returns as soon as the batch is stored, and `wait()` collects the seqs (or raises the
+    refusal) once the server has applied them. A server that does not apply the preference answers with seqs."""
 
     def __init__(self, base_url: str, *, token: str, run_id: str, batch_size: int = 500, retries: int = 5,
                  backoff: float = 0.5, timeout: float = 30.0, max_retry_after: float = 60.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:  # fmt: skip
+                 sleep: Callable[[float], None] = time.sleep, accept_async: bool = False) -> None:  # fmt: skip
         self.transport = Transport(base_url, token=token, retries=retries, backoff=backoff, timeout=timeout,
                                    max_retry_after=max_retry_after, sleep=sleep)  # fmt: skip
         self.run_id, self.batch_size = run_id, batch_size
+        self.accept_async = accept_async
+        self.pending: list[str] = []  # status URLs of accepted batches not yet waited for, in the order pushed
         self._buffer: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._prefix = uuid.uuid4().hex[:12]
@@ -127,9 +138,33 @@ class IngestClient:
             batches = [self._buffer[i : i + self.batch_size] for i in range(0, len(self._buffer), self.batch_size)]
             self._buffer = []
         seqs: list[int] = []
+        prefer = {"Prefer": "respond-async"} if self.accept_async else None
         for batch in batches:
-            answer = self.transport.post_json("/api/v1/ingest", {"run_id": self.run_id, "events": batch}, error=IngestError)
-            seqs.extend(answer["seqs"])
+            answer = self.transport.post_json("/api/v1/ingest", {"run_id": self.run_id, "events": batch}, error=IngestError, headers=prefer)
+            if "status_url" in answer:
+                self.pending.append(answer["status_url"])
+            else:
+                seqs.extend(answer["seqs"])
+        self.seqs.extend(seqs)
+        return seqs
+
+    def wait(self, *, timeout: float = 300.0, poll: float = 0.05) -> list[int]:
+        """Flush, then wait until every accepted batch is applied; returns their seqs in push order (raises
+        IngestError with the server's refusal for a batch it refused: nothing of that batch was stored)."""
+        self.flush()
+        deadline = time.monotonic() + timeout
+        seqs: list[int] = []
+        while self.pending:
+            receipt = self.transport.get_json(self.pending[0], error=IngestError)
+            if receipt["state"] == "pending":
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"batch {receipt['batch']} still waits for the server after {timeout} s")
+                self.transport.sleep(poll)
+                continue
+            self.pending.pop(0)
+            if receipt["state"] != "applied":
+                raise IngestError(422, receipt["result"])
+            seqs.extend(receipt["result"]["seqs"])
         self.seqs.extend(seqs)
         return seqs
 
