@@ -22,6 +22,7 @@ from tests.corpus.secrets.holdout8 import generate as holdout8
 from tests.corpus.secrets.holdout9 import generate as holdout9
 from tests.corpus.secrets.holdout10 import generate as holdout10
 from tests.corpus.secrets.holdout11 import generate as holdout11
+from tests.corpus.secrets.holdout12 import generate as holdout12
 from tests.corpus.secrets.tune import generate as tune
 
 # In the order they were written, with the least credential and clean documents each promised.
@@ -36,6 +37,7 @@ PARTS: list[tuple[ModuleType, int, int]] = [
     (holdout9, 110, 35),
     (holdout10, 120, 40),
     (holdout11, 120, 40),
+    (holdout12, 220, 40),
 ]
 WRITTEN_BEFORE = [tune, holdout]
 IDS = [part.__name__.split(".")[-2] for part, _, _ in PARTS]
