@@ -239,7 +239,11 @@ AWP_SENSITIVE_FIELDS = env_list(
     "پارول,parol,گذرواژه,کلمه_عبور,پاسورڊ,erayga_sirta,ereyga_sirta,furaha_sirta,oro_asina,oro_igbaniwole,"
     "okwuntughe,kalmar_sirri,kalmar_wucewa,iphasiwedi,igama_lokugqitha,pasiwedhi,phasewete,jecha_darbii,ijambobanga,"
     "senhal,tembung_sandhi,tembung_sandi,kecap_sandi,lo_lus_zais,şîfre,passwuert,loyniorð,modpas,kupuhipa,"
-    "συνθηματικό,סיסמא,كلمة_مرور,باسورد,비번,暗証番号,合言葉,パスコード,mdp",
+    "συνθηματικό,סיסמא,كلمة_مرور,باسورد,비번,暗証番号,合言葉,パスコード,mdp,"
+    # Round 12: Chichewa, Tongan, Hawaiian, Guarani, Bashkir and Tatar, Tok Pisin, Kabyle (Latin and Tifinagh),
+    # Cebuano, Tigrinya.
+    "mawu_achinsinsi,lea_fakapulipuli,ʻōlelo_huna,ñe'ẽñemi,серһүҙ,серсүз,paswot,awal_uffir,ⴰⵡⴰⵍ_ⵓⴼⴼⵉⵔ,tago_nga_pulong,"
+    "ቃለ_ምስጢር",
 )
 # Fail-closed secret detection (state/failclosed.py): besides what a credential word announces, every random-looking
 # token in no harmless form (hash, id, UUID, public key, placeholder, …) is learnt as a secret at ingest.

@@ -425,7 +425,10 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
             offset = piece_start + len(part)
 
 
-_ESCAPED_BREAK = re.compile(r"\\[nrt]")
+# Class (round 12): characters written as escapes that are no part of a token: RTF's `\uN?` (a document saved as RTF
+# writes every character beyond Latin-1 so: `\u4675?\u4616?` is a word of Tigrinya) and HTML's quotes (`&#x27;`,
+# `&quot;`: a Django debug page's `{&#x27;PASSWORD&#x27;: …}`), blanked as the line breaks are.
+_ESCAPED_CHARACTER = re.compile(r"\\[nrt]|\\u-?\d{1,5}\?|&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
 
 
 def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
@@ -433,7 +436,7 @@ def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str
     # A line break written as an escape (`\n` in iCalendar, a JSON string inside text, a log's repr) ends a token
     # as the break itself does: two spaces, so offsets stay. Read through, it glued the next word to a value (the
     # document learnt `value\nNext`, which masks nothing once the text is an event's JSON).
-    breaks = _ESCAPED_BREAK.sub("  ", text) if "\\" in text else text
+    breaks = _ESCAPED_CHARACTER.sub(_blank, text) if "\\" in text or "&" in text else text
     translated = " " + breaks.translate(_TABLE)  # offsets in `translated` are one more than in `text`
     blocks = public_blocks(text) if "-----BEGIN" in text else []
     if _VAULT_HEADER in text:
@@ -452,7 +455,11 @@ def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str
                 piece_end -= 1
             if _random(text[piece_start:piece_end]) and not _harmless(text, piece_start, piece_end, sensitive):
                 yield piece_start, piece_end
-    yield from typed_password_spans(text, sensitive, found)
+    yield from typed_password_spans(breaks, sensitive, found)
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group())
 
 
 # A password a person typed (`Sunflower#2931`, `P@ssw0rd!24`, `q8#Lp!x2@Vm`): 8 to 40 characters without a space,

@@ -39,7 +39,9 @@ from state.sensitive import (
 _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|estas|dia|—|–"
     # Round 11: Yiddish `איז`, Hebrew `הוא`/`היא`, Arabic `هو`/`هي`, Greek `είναι`, Thai `คือ`, Somali `waa`, Hmong `yog`,
     # Javanese `iku`/`yaiku`, Sundanese `nyaeta`, Igbo `bu`, Hausa `shine`/`itace`.
-    r"|איז|הוא|היא|هو|هي|είναι|คือ|waa|yog|iku|yaiku|nyaeta|nyaéta|bu|bụ|shine|itace)")
+    r"|איז|הוא|היא|هو|هي|είναι|คือ|waa|yog|iku|yaiku|nyaeta|nyaéta|bu|bụ|shine|itace"
+    # Round 12: Xhosa and Zulu `ngu`/`yi`, Sesotho and Setswana `ke`, Chichewa `ndi`, Tok Pisin `em`, Cebuano `kay`.
+    r"|ngu|yi|ke|ndi|em|kay)")
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -399,8 +401,12 @@ def _announces(name: str) -> bool:
 # belongs to another label: `।`, `。`, or a full stop, `!` or `?` then a space and no lower-case word (an abbreviation
 # goes on: `prie e. bibliotekos:`) ends the reach.
 _ANNOUNCED = re.compile(r"(?:[^\n:=<>|.!?।。]|[.!?](?=\S|[ \t]+[a-zß-ÿа-я])){1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
-# Class: markup between an announced label's colon and its value (`… ah: <b>Lantern2013?</b>`, `…: <code>x</code>`).
-_OPENING_TAGS = re.compile(r"(?:<[A-Za-z][\w:-]{0,20}(?:[ \t][^<>\n]{0,80})?>[ \t]*){1,4}")
+# Class: markup between an announced label's colon and its value (`… ah: <b>Lantern2013?</b>`, `…: <code>x</code>`),
+# a forum's BBCode too (`… ke [code]x[/code]`, `[b]`, `[color=red]`), also after `is` (round 12).
+_OPENING_TAGS = re.compile(
+    r"(?:(?:<[A-Za-z][\w:-]{0,20}(?:[ \t][^<>\n]{0,80})?>|\[(?i:b|i|u|s|code|icode|c|tt|pre|quote|spoiler|color|size|font|mono|noparse)"
+    r"(?:=[^\]\n]{0,40})?\])[ \t]*){1,4}"
+)
 
 
 _NEXT_LINE = re.compile(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*")
@@ -534,6 +540,9 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
     if join is None:
         return None
     kind, at = join.lastgroup, join.end()
+    if kind in ("is", "qual") and at < len(text) and text[at] in "<[":
+        tags = _OPENING_TAGS.match(text, at)  # markup after `is` (`… ndi <code>x</code>`, `… ke [code]x[/code]`)
+        at = tags.end() if tags is not None else at
     if at >= len(text):
         return None
     if kind == "tag":
@@ -976,3 +985,32 @@ def _decoded_escapes(run: re.Match[str]) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return run.group()
+
+
+# Class (round 12): characters a format writes as escapes, read again as the characters: RTF's `\uN?` (every character
+# beyond its code page: a label in Ge'ez or Cyrillic is `\u4675?\u4616?…` until decoded), HTML's quotes (`&#x27;`,
+# `&quot;`: `{&#x27;PASSWORD&#x27;: &#x27;…&#x27;}` on a debug page is a Python dict).
+_RTF_ESCAPE = re.compile(r"\\u(-?\d{1,5})\?")
+_QUOTE_ENTITY = re.compile(r"&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
+
+
+def unescaped(text: str) -> str | None:
+    """The text with RTF's unicode escapes and HTML's quote entities read as characters, or None when it holds
+    neither."""
+    read = text
+    if "\\u" in text:
+        read = _RTF_ESCAPE.sub(_rtf_character, read)
+    if "&" in text:
+        read = _QUOTE_ENTITY.sub(_quote_character, read)
+    return read if read != text else None
+
+
+def _rtf_character(match: re.Match[str]) -> str:
+    code = int(match.group(1))
+    code = code + 65536 if code < 0 else code
+    return chr(code) if 0 < code < 0xD800 or 0xE000 <= code < 0x110000 else match.group()
+
+
+def _quote_character(match: re.Match[str]) -> str:
+    entity = match.group()
+    return '"' if entity in ("&quot;",) or entity.lstrip("&#xX0").rstrip(";") in ("22", "34") else "'"

@@ -34,6 +34,7 @@ from state.freetext import (
     credential_shaped,
     may_hold_login,
     random_token_near,
+    unescaped,
     unmojibaked,
     value_spans,
 )
@@ -536,6 +537,12 @@ def _rereadings(text: str, sensitive: frozenset[str]) -> Iterator[tuple[str, fro
     repaired = unmojibaked(text)  # a label in another script written as UTF-8 read as Latin-1: read again as UTF-8
     if repaired is not None:
         yield repaired, sensitive
+    decoded = unescaped(text)  # RTF's `\uN?` escapes, HTML's quote entities: read as the characters they stand for
+    if decoded is not None:
+        yield decoded, sensitive
+        folded = unmarked(decoded)
+        if folded is not None:
+            yield folded, unmarked_names(sensitive)
     folded = unmarked(text)  # a credential word with marks the names do not carry (`ọ̀rọ̀ aṣínà`, a ZWNJ inside a word)
     if folded is not None:
         yield folded, unmarked_names(sensitive)

@@ -125,9 +125,10 @@ _DOMAIN_PREFIX = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+/(?=[^/]+$)")
 
 # Class: a credential word written with marks its writer may add or leave out — tone and accent marks on Latin letters
 # (Yoruba `ọ̀rọ̀ aṣínà`, Kurmanji `şîfre`), Hebrew points (Yiddish `פּאַראָל`), a zero-width joiner or non-joiner inside
-# an Indic word (Kannada `ಪಾಸ್‌ವರ್ಡ್`), a soft hyphen. The text is read once more without them, against the names
-# without them (`unmarked`, `unmarked_names`).
-_MARKED = re.compile("[\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f\u0591-\u05c7\u00ad\u200b-\u200d\u2060\ufeff]")
+# an Indic word (Kannada `ಪಾಸ್‌ವರ್ಡ್`), a soft hyphen, a glottal stop written as a modifier letter (Hawaiian's ʻokina,
+# `ʻŌlelo huna`, often left out). The text is read once more without them, against the names without them
+# (`unmarked`, `unmarked_names`).
+_MARKED = re.compile("[\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f\u0591-\u05c7\u00ad\u200b-\u200d\u2060\ufeff\u02bb\u02bc]")
 
 
 def _unmark(match: re.Match[str]) -> str:
