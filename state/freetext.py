@@ -131,14 +131,18 @@ def _login_password(match: re.Match[str]) -> bool:
 # gh secret set NAME`, `… | docker login --password-stdin`, `… | vercel env add NAME production`).
 _PIPED = re.compile(
     r"""(?:^|(?<=[\s;&('"]))(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?:['"]?%s(?:\\n)?['"]?[ \t]+)?"""
-    r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|(?!%[\w.]+%)[^\s'"|$\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\|[ \t]*[^\n|]{0,120}?"""
+    r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|(?!%[\w.]+%)[^\s'"|$\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\)?[ \t]*\|[ \t]*[^\n|]{0,120}?"""
     r"""(?i:secrets?[ \t]+(?:put|set|create|add)\b|--password-stdin|env[ \t]+add\b"""
     # Class: any command that reads a password on its standard input (`sudo -S`, `passwd --stdin`, `--passphrase-fd 0`),
     # the pipe inside a quoted remote command too (`ssh host 'echo … | sudo -S …'`).
-    r"""|(?-i:sudo(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*S)\b|--stdin\b|--pass(?:word|phrase)-fd[ \t=]+0\b)""",
+    r"""|(?-i:sudo(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*S)\b|--stdin\b|--pass(?:word|phrase)-fd[ \t=]+0\b"""
+    # Round 12: the last echo of a subshell that types it twice (`(echo x; echo x) | smbpasswd -s -a user`), Samba's
+    # `-s` (silent: the password from stdin), chpasswd.
+    r"""|(?-i:smbpasswd(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*s)\b|\bchpasswd\b)""",
     re.M,
 )
-_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add", "sudo", "--stdin", "-fd")
+_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add", "sudo", "--stdin", "-fd",
+                "smbpasswd", "chpasswd")
 # A database connection opened in code with the password as its third argument (Perl's `DBI->connect($dsn, $user,
 # '…')`, PHP's `new PDO($dsn, 'app', '…')`, `new mysqli('db', 'app', '…')`, `mysqli_connect(…)`), quoted, a quote
 # escaped inside (`'it\'s'`).
@@ -148,6 +152,104 @@ _CONNECT = re.compile(
     + r"""[ \t\r\n]*,[ \t\r\n]*){2}(?P<q>['"])(?P<secret>(?:(?!(?P=q))[^\\\n]|\\.){1,256})(?P=q)"""
 )
 _CONNECT_SIGNS = ("->connect", "pdo", "mysqli", "mysql_connect")
+
+
+# Class (round 12): a database client's login clause, whatever the client: `CONNECT TO db USER u USING pw` (DB2's CLP,
+# Informix, embedded SQL), `IDENTIFIED BY pw` (Oracle, MySQL), a Teradata logon (`.LOGON host/user,pw`), Oracle's
+# connect string (`sqlplus user/pw@db`, `CONNECT user/pw`, `expdp user/pw`). Quoted or not.
+_SQL_ARGUMENT = r"""(?:'[^'\n]{0,128}'|"[^"\n]{0,128}"|[^\s'";]{1,128})"""
+# A host variable (`:WS-DB-PASSWORD`, `@pw`) or a parameter (`?`, `%s`, `$1`) stands for the password, not in it.
+_SQL_SECRET = r"""[ \t]+(?P<q>['"]?)(?![:@][\w-]|\?(?!\S)|%s\b|\$\d)(?P<secret>(?(q)[^'"\n]{1,128}|[^\s'";]{1,128}))(?P=q)"""
+_USING = re.compile(r"(?i:(?<![\w-])USER[ \t]+" + _SQL_ARGUMENT + r"[ \t]+USING)" + _SQL_SECRET)
+_IDENTIFIED_BY = re.compile(r"(?i:(?<![\w-])IDENTIFIED[ \t]+BY)(?![ \t]+(?i:VALUES|PASSWORD|EXTERNALLY|GLOBALLY)\b)" + _SQL_SECRET)
+_LOGON = re.compile(r"(?im)^[ \t]*\.LOGON[ \t]+(?:[^\s/,;]{1,128}/)?[^\s/,;]{1,64},(?P<secret>[^\s;]{1,128})")
+_CONNECT_STRING = re.compile(
+    r"(?i:(?<![\w-])(?:sqlplus|conn(?:ect)?|rman[ \t]+target|expdp|impdp|exp|imp|dgmgrl))(?:[ \t]+-\w+)*[ \t]+"
+    r"[\w$#.]{1,64}/(?P<secret>[^\s/@'\"]{1,128})(?=@|[ \t]|$)", re.M
+)
+# Class (round 12): a login line's password flag `-w` after a user or bind DN flag (`vsql -U u -w …`, `ldapsearch -D
+# cn=… -w …`); psql's `-w` takes no value, so a bare value must hold three kinds of character (`-w mydb2` is a database).
+_USER_THEN_W = re.compile(
+    r"(?:^|[ \t])(?:-[UD]|--user(?:name)?)(?:[ \t]+|=)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-]\S*)[^\n]{0,200}?[ \t]-w(?:[ \t]+|=)"
+    r"(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|[^\s'\"$<{%-][^\s'\"]{5,127}))(?(q)(?P=q))",
+    re.M,
+)
+
+
+def _three_kinds(match: re.Match[str]) -> bool:
+    return match.group("q") is not None or sum(char_kinds(match.group("secret"), capital=True)) >= 3
+
+
+# Class (round 12): the password flag of a command whose verb signs in or ships with an account's credential
+# (`caprover deploy … -p '…'`, `ovsx publish … -p <token>`, `… register … -p …`): a port, a path or a word is none.
+_VERB_THEN_PASSWORD = re.compile(
+    r"(?i:(?<![\w-])\+?(?:log[io]n|deploy|publish|register|upload|connect|sign-?in)(?![\w-]))[^\n|;&]{0,200}?[ \t]-[pP](?:[ \t]+|=)"
+    r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|(?!%[\w.]+%)[^\s'\"$<{/~.-][^\s'\"]{5,127}))(?(q)(?P=q))",
+    re.M,
+)
+_VERB_SIGNS = ("deploy", "publish", "register", "upload", "signin", "sign-in")
+_LOGIN_CONFIRM = r"(?i:log[io]n)(?:[^\n]{0,200}?[ \t]-[pP](?:[ \t]|=)|[ \t]+\S+[ \t]+\S)"
+# Class (round 12): a login verb's two arguments, the user and then the password (steamcmd's `+login user pw`, a
+# console's `login user pw`), the password last on its line or before the next command or flag.
+_LOGIN_ARGUMENTS = re.compile(
+    r"(?:^|[ \t])\+?(?i:log[io]n)[ \t]+[^\s'\"+\-][^\s'\"]{0,63}[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"+\-][^\s'\"]{5,127})(?P=q)"
+    r"(?=[ \t]+[+\-]|[ \t]*$)",
+    re.M,
+)
+# Class (round 12): a password given to a command that hashes it (`openssl passwd -6 '…'`, `mkpasswd -m sha-512 …`,
+# `htpasswd -nb user …`, `htpasswd -b file user …`, `slappasswd -s …`, `doveadm pw -p …`, `caddy hash-password
+# --plaintext …`): the plaintext is the credential the hash is made of.
+_HASHED_ARGUMENT = re.compile(
+    r"(?:\bopenssl[ \t]+passwd(?:[ \t]+-(?:salt[ \t]+\S+|[\w-]+))*|\bmkpasswd(?:[ \t]+-(?:[mSR][ \t]+\S+|-[\w-]+=\S+|[\w-]+))*"
+    r"|\bhtpasswd[ \t]+-[A-Za-z]*n[A-Za-z]*b[A-Za-z]*(?:[ \t]+-\w+)*[ \t]+\S+|\bhtpasswd[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-\w+(?:[ \t]+\d+)?)*[ \t]+\S+[ \t]+\S+"
+    r"|\bslappasswd(?:[ \t]+-[^s\s]\S*(?:[ \t]+\{[^}\s]+\})?)*[ \t]+-s|\bdoveadm[ \t]+pw(?:[ \t]+-[^p\s]\S*(?:[ \t]+\S+)?)*[ \t]+-p"
+    r"|\bhash-password[ \t]+--plaintext(?:[ \t]*=)?)"
+    r"[ \t]+(?P<q>['\"]?)(?P<secret>(?(q)[^'\"\n]{1,128}|[^\s'\"$<{|;&)-][^\s'\"|;&)]{0,127}))(?P=q)"
+)
+_HASHED_SIGNS = ("passwd ", "passwd\t", "mkpasswd", "htpasswd", "slappasswd", "doveadm", "hash-password")
+# Class (round 12): what a command prints when it reads a secret: the token alone on the line after a command line
+# that looks a secret up or prints a credential's file (`secret-tool lookup …`, `security find-generic-password -w`,
+# `cat /…/admin.password`, `op read op://…`, `bw get password …`); a prompt may follow the token on its line (`cat`
+# prints no line break at the end).
+_CREDENTIAL_FILE = r"(?i:\S*(?:pass(?:word)?|secret|token|pwd|apikey|api[_-]key))\b"  # not `passwd`: /etc/passwd holds none
+_READER = re.compile(
+    r"(?im)^[ \t]*(?:[\w.@~:/\-\[\] ]{0,80}?[$#%>][ \t]+)?(?:sudo[ \t]+)?(?:docker[ \t]+exec(?:[ \t]+-\w+)*[ \t]+\S+[ \t]+)?"
+    r"(?P<command>(?:secret-tool[ \t]+lookup|security[ \t]+find-(?:generic|internet)-password|op[ \t]+read|bw[ \t]+get[ \t]+password"
+    r"|keyring[ \t]+get|(?:cat|type|Get-Content|head)[ \t]+" + _CREDENTIAL_FILE + r")[^\n]{0,200})\r?\n"
+    r"(?P<secret>[^\s]{6,128}?)(?:[$#%>][ \t]+)?\r?$"
+)
+_READER_SIGNS = (
+    *((sign, "") for sign in ("secret-tool", "find-generic-password", "find-internet-password", "op read", "bw get", "keyring get")),
+    *((sign, r"[ \t]+" + _CREDENTIAL_FILE) for sign in ("cat", "type", "get-content", "head")),
+)
+# Class (round 12): a password cracker's shown results (`john --show` prints `user:password:…`, `hashcat --show`
+# prints `hash:password`): each line until a blank one.
+CRACKED_SIGN = "--show"
+_CRACKED = re.compile(r"(?im)^[^\n]*\b(?P<tool>john|hashcat)\b[^\n]*--show\b[^\n]*\r?\n(?P<lines>(?:[^\n:]+:[^\n]+\r?\n?)+)")
+# Class (round 12): a webhook's URL holds its credential in the path after `hook(s)`/`webhook(s)` (Feishu's and
+# Lark's `/bot/v2/hook/<uuid>`, DingTalk, Teams' `webhookb2/…`, Discord's `webhooks/<id>/<token>`): that path, any form.
+_WEBHOOK = re.compile(
+    r"://[^\s/'\"<>]+/(?:[^\s/'\"<>?#]+/){0,6}?(?i:(?:web)?hooks?(?:b2)?)/(?P<secret>[A-Za-z0-9_\-@]{16,}(?:/[A-Za-z0-9_\-@]{8,}){0,4})"
+)
+
+
+def _credential_match(match: re.Match[str]) -> bool:
+    return credential_shaped(match.group("secret"))
+
+
+def _read_secret(match: re.Match[str]) -> bool:
+    """A token a reading command printed: shaped like a credential or a UUID, no path, file or address."""
+    value = match.group("secret")
+    return (
+        is_maskable(value)
+        and not FILE_NAME.fullmatch(value)
+        and "://" not in value
+        and (credential_shaped(value) or UUID_FORM.fullmatch(value) is not None)
+    )
+
+
+def _has_digit(match: re.Match[str]) -> bool:
+    return any(char.isdigit() for char in match.group("secret"))
 
 
 def _shared_form(sign: str, form: re.Pattern[str]) -> CredentialCommand:
@@ -202,6 +304,24 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     _form("--user", r"--user(?:name)?(?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
     *(_shared_form(sign, _PIPED) for sign in _PIPED_SIGNS),
     *(_shared_form(sign, _CONNECT) for sign in _CONNECT_SIGNS),
+    # Round 12's command classes (see above each form).
+    _form("user", r"(?i:user)[ \t]+" + _SQL_ARGUMENT + r"[ \t]+(?i:using)[ \t]", _USING.pattern),
+    _form("identified", r"(?i:identified[ \t]+by)[ \t]", _IDENTIFIED_BY.pattern),
+    _form(".logon", r"\.(?i:logon)[ \t]", _LOGON.pattern),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", _CONNECT_STRING.pattern, _credential_match)
+      for sign in ("sqlplus", "connect", "conn ", "rman", "expdp", "impdp", "dgmgrl")),
+    _form(" -d", r" -D(?:[ \t]|=)", _USER_THEN_W.pattern, _three_kinds),
+    _form(" -u", r" -[uU](?:[ \t]|=)", _USER_THEN_W.pattern, _three_kinds),
+    _form("--user", r"--user(?:name)?(?:[ \t]|=)", _USER_THEN_W.pattern, _three_kinds),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[^\n]{0,200}?[ \t]-[pP](?:[ \t]|=)", _VERB_THEN_PASSWORD.pattern, _login_password)
+      for sign in _VERB_SIGNS),
+    # `login`/`logon` sign two forms: one test for both (a sign has one test in the gate).
+    *(_form(sign, _LOGIN_CONFIRM, form, accepts) for sign in ("login", "logon")
+      for form, accepts in ((_VERB_THEN_PASSWORD.pattern, _login_password), (_LOGIN_ARGUMENTS.pattern, _credential_match))),
+    *(_form(sign, r"(?i:" + re.escape(sign) + ")", _HASHED_ARGUMENT.pattern) for sign in _HASHED_SIGNS),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")" + confirm, _READER.pattern, _read_secret) for sign, confirm in _READER_SIGNS),
+    *(_form(sign, r"(?i:" + re.escape(sign) + ")", _WEBHOOK.pattern, _has_digit) for sign in ("hook/", "hooks/", "hookb2/")),
+    _tool("ssh-keygen", r"ssh-keygen", r"[ \t]-[PN][ \t]*" + _VALUE),
 )  # fmt: skip
 # What expect typed at a prompt that asks for a password, up to four lines later.
 EXPECT_SIGN = "send: sending"
@@ -230,6 +350,18 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
                 for match in flag.finditer(text, word.end(), line_end):
                     yield match.span("secret")
             word = command.word.search(text, line_end)  # the next line that holds the word
+    if CRACKED_SIGN in lowered:
+        for shown in _CRACKED.finditer(text):
+            at = shown.start("lines")
+            for line in shown.group("lines").splitlines(keepends=True):
+                fields = line.rstrip("\r\n").split(":")
+                # john: `user:password:uid:…`; hashcat: `hash:password`.
+                k = 1 if shown.group("tool").lower() == "john" else len(fields) - 1
+                value = fields[k] if len(fields) > k else ""
+                if credential_shaped(value) and is_maskable(value):
+                    begin = at + len(":".join(fields[:k])) + 1
+                    yield begin, begin + len(value)
+                at += len(line)
     if EXPECT_SIGN in text:
         for send in _EXPECT_SEND.finditer(text):
             above = send.start()

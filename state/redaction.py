@@ -29,6 +29,7 @@ from state.detector_switch import fail_closed_enabled
 from state.failclosed import may_fail_closed
 from state.freetext import (
     COMMANDS,
+    CRACKED_SIGN,
     EXPECT_SIGN,
     WIFI_SIGNS,
     credential_shaped,
@@ -99,6 +100,7 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     # The credential-taking commands and protocol lines state.freetext reads (its one table).
     **{command.sign: command.confirm for command in COMMANDS},
     EXPECT_SIGN: None,
+    CRACKED_SIGN: re.compile(r"--show\b"),
     **WIFI_SIGNS,
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
