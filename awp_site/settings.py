@@ -215,6 +215,8 @@ AWP_SENSITIVE_FIELDS = env_list(
     "cookie,session,sessionid,dsn,conn_str,connection_string,"
     # A site's secret salt (Drupal's hash_salt, WordPress's AUTH_SALT): only as a key's whole last word.
     "salt,"
+    # A credential's short form (`--auth-cred`, `db_creds`): only as a key's whole last word (not `credit`, `credo`).
+    "cred,creds,"
     # What unlocks a wallet, a vault or an account when everything else is lost.
     "psk,pre_shared_key,preshared_key,mnemonic,pass_phrase,seed_phrase,recovery_phrase,recovery_key,unseal_phrase,unseal_key,"
     "recovery_code,recovery_codes,backup_code,backup_codes,"

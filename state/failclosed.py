@@ -490,8 +490,10 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
     for match in _TYPED.finditer(text):
         value = match.group()
         marks = [i for i, char in enumerate(value) if char in _TYPED_MARKS]
-        if not marks or value in found or all(value[i] == "?" for i in marks):
+        if not marks or value in found:
             continue
+        if all(value[i] == "?" for i in marks) and not _quoted_argument(text, match.start(), match.end(), value):
+            continue  # a question's mark, unless the token is a whole quoted argument (`register … 'Harbor42?'`)
         if _DIGIT.search(value) is None or _LETTERS.search(value) is None or "/" in value or "\\" in value:
             continue
         if marks == [len(value) - 1] and not (_LOWER.search(value) and _UPPER.search(value)):
@@ -501,6 +503,19 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
         if _harmless(text, match.start(), match.end(), sensitive):
             continue
         yield match.span()
+
+
+def _quoted_argument(text: str, start: int, end: int, value: str) -> bool:
+    """Class (round 12): a whole quoted argument (`'Lantern42?'`) is no sentence, so its last `?` ends none: a typed
+    password when it holds lower and upper case and a digit."""
+    quote = text[start - 1 : start]
+    return (
+        quote in ("'", '"')
+        and text[end : end + 1] == quote
+        and _LOWER.search(value) is not None
+        and _UPPER.search(value) is not None
+        and _DIGIT.search(value) is not None
+    )
 
 
 _VERSION_PIN = re.compile(r"[@\w.\-]+@[\^~]?\d+(?:\.\d+)*(?:[-+][\w.]+)?")

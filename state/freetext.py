@@ -1146,3 +1146,17 @@ def _rtf_character(match: re.Match[str]) -> str:
 def _quote_character(match: re.Match[str]) -> str:
     entity = match.group()
     return '"' if entity in ("&quot;",) or entity.lstrip("&#xX0").rstrip(";") in ("22", "34") else "'"
+
+
+# Class (round 12): a `user:password` pair under a credential name (`--credentials solr:…`, `--auth-cred "qa:…"`,
+# `userpass: ops:…`): the password is also learnt alone, where a tool prints it without the user.
+_USER_PAIR = re.compile(r"[A-Za-z][\w.@+\-]{0,63}:(?P<password>[^\s:/]{6,128})")
+
+
+def pair_password(value: str) -> str | None:
+    """The password of a `user:password` value, when it is shaped like a credential (not `host:port`, `image:tag`)."""
+    pair = _USER_PAIR.fullmatch(value)
+    if pair is None:
+        return None
+    password = pair.group("password")
+    return password if credential_shaped(password) else None

@@ -34,6 +34,7 @@ from state.freetext import (
     WIFI_SIGNS,
     credential_shaped,
     may_hold_login,
+    pair_password,
     random_token_near,
     unescaped,
     unmojibaked,
@@ -570,11 +571,20 @@ def _read_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
         return
     if name_hits(text, sensitive, announcing=False):
         for start, end in _key_spans(text, sensitive):
-            yield from _span_values(text[start:end], sensitive)
-    for start, end in value_spans(text, sensitive):
-        yield text[start:end]
+            yield from _with_pair_password(_span_values(text[start:end], sensitive))
+    yield from _with_pair_password(text[start:end] for start, end in value_spans(text, sensitive))
     for start, end in _pattern_spans(text):
         yield text[start:end].strip()
+
+
+def _with_pair_password(values: Iterable[str]) -> Iterator[str]:
+    """Each value, and the password of a `user:password` pair among them (`--credentials solr:…` is learnt whole and
+    the tool prints the password alone later)."""
+    for value in values:
+        yield value
+        password = pair_password(value)
+        if password is not None:
+            yield password
 
 
 def secrets_in(value: Any, sensitive: frozenset[str], *, parse_text: bool = True) -> set[str]:
@@ -592,7 +602,7 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
         paired = names_its_value(value, sensitive)
         for key, item in value.items():
             if is_sensitive(str(key), sensitive) or (paired and normalise_key(str(key)) in _VALUE_FIELDS):
-                found.update(leaf.strip() for leaf in _held_values(item, sensitive))
+                found.update(_with_pair_password(leaf.strip() for leaf in _held_values(item, sensitive)))
                 if parse_text:
                     for leaf in _leaves(item):
                         found.update(_text_secrets(leaf, sensitive))

@@ -2,7 +2,7 @@
 
 A key is sensitive when one of its words is or ends in a sensitive name (`openai_api_key`, `PGPASSWORD`,
 `dbPassword` yes; `max_tokens`, `tokenizer` no). The short or common nouns in `LAST_WORD_NAMES` (`pass`, `pw`,
-`auth`, `session`, `cookie`, `otp`, `totp`, `pin`, `bearer`, `dsn`, `psk`, `salt`) count only as the key's whole last word: `db_pass`,
+`auth`, `session`, `cookie`, `otp`, `totp`, `pin`, `bearer`, `dsn`, `psk`, `salt`, `cred`, `creds`) count only as the key's whole last word: `db_pass`,
 `X-Auth`, `user_session` are sensitive, `bypass`, `passed`, `author`, `session_count`, `cookie_policy` are not.
 """
 
@@ -75,7 +75,9 @@ MIN_SECRET_LENGTH = 6
 # Longer values are masked by key where they stand, not looked for elsewhere (a whole document is not a secret).
 MAX_SECRET_LENGTH = 4096
 # Names that are sensitive only as a key's whole last word (as a part of other words they mean something else).
-LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "totp", "pin", "bearer", "dsn", "psk", "salt"})
+LAST_WORD_NAMES = frozenset(
+    {"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "totp", "pin", "bearer", "dsn", "psk", "salt", "cred", "creds"}
+)
 # Names that announce a value without making a key sensitive (`DEPLOY_KEY: …`, "the key for staging: …"): what
 # they name is a credential only when it looks random (`state.freetext.looks_random`); a cache key, a primary key
 # or `key: user.name` is not.
