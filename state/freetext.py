@@ -1150,13 +1150,14 @@ def _quote_character(match: re.Match[str]) -> str:
 
 # Class (round 12): a `user:password` pair under a credential name (`--credentials solr:…`, `--auth-cred "qa:…"`,
 # `userpass: ops:…`): the password is also learnt alone, where a tool prints it without the user.
+_ALGORITHM = re.compile(r"(?i)sha\d*|sha3-\d+|md5|blake2\w*|h1|crc32c?|xxh\d*")
 _USER_PAIR = re.compile(r"[A-Za-z][\w.@+\-]{0,63}:(?P<password>[^\s:/]{6,128})")
 
 
 def pair_password(value: str) -> str | None:
     """The password of a `user:password` value, when it is shaped like a credential (not `host:port`, `image:tag`)."""
     pair = _USER_PAIR.fullmatch(value)
-    if pair is None:
-        return None
+    if pair is None or _ALGORITHM.fullmatch(value, 0, pair.start("password") - 1):
+        return None  # `sha256:…` names a digest's algorithm, not a user
     password = pair.group("password")
     return password if credential_shaped(password) else None
