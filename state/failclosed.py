@@ -55,7 +55,8 @@ _TRAIL = ")]}>,;.:*\\"
 _CUT = re.compile(r"[/?&#=@,;|()\[\]{}<>\\]+|:(?!\d)")
 _PREFIX = re.compile(r"[\w.\-*]{1,40}[:=]")
 # A name may hold a short segment with a digit between separators (`x-b3-traceid`, `s3_bucket`, `ec2-host`).
-_NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*|-*(?:[A-Za-z]+\d*[_.\-])+[A-Za-z]+\d*")
+# A name's parts may be joined by a backslash too (a Qt or registry key: `WebUI\Password_PBKDF2`).
+_NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*|-*(?:[A-Za-z]+\d*[_.\-\\])+[A-Za-z]+\d*")
 
 # Harmless forms, whole value.
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
@@ -109,7 +110,10 @@ _PLACEHOLDER = re.compile(
     r"|\[(?:filtered|redacted|masked|hidden|removed|sensitive|secret|scrubbed)\]"
     r"|(?-i:(?:[A-Z]+_)*(?:HIDDEN|REDACTED|MASKED|REMOVED|FILTERED|OMITTED|SCRUBBED|WITHHELD)(?:_[A-Z]+)*)"
     r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)"
-    r"|[a-z]{2,8}(?:-[a-z]{2,12}){0,2}[_-])$"
+    r"|[a-z]{2,8}(?:-[a-z]{2,12}){0,2}[_-]"
+    # Class (round 12): a placeholder word at a value's end, after its real-looking start (`a7c4d0ad-…-YOUR-TOKEN`,
+    # `…_REPLACE_ME`).
+    r"|.*[-_.](?:your|my)[-_][a-z]+(?:[-_][a-z]+)*|.*[-_.](?:replace|change|insert)[-_]?(?:me|this|here)|.*[-_.]here)$"
 )
 # A public block: its body is no secret.
 _BLOCK_BEGIN = re.compile(r"-----BEGIN (?![^-\n]*(?:" + "|".join(SECRET_ARMOR) + r"))([A-Z0-9 ]+)-----")
@@ -165,9 +169,13 @@ IDENTIFIER_WORDS = frozenset({
     "blob", "tree", "oid", "cursor", "kid", "rev", "revision", "ref", "parent", "head", "merge", "public", "pub",
     "pubkey", "peer", "cid", "ipfs", "ipns", "etags", "crc", "crc32", "object", "image", "layer", "container",
     "tag", "git", "fp", "thumbprint", "salt", "mac", "avatar", "gravatar", "cache", "blurhash", "tracestate", "accessor", "accessors",
+    # Round 12: a serial number's abbreviation (`APP_CERT_SN`), the algorithms a password's hash is named by
+    # (`Password_PBKDF2`, `pw_bcrypt`).
+    "sn", "pbkdf2", "bcrypt", "scrypt", "argon2", "hashed",
 })  # fmt: skip
 # Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
-BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", "webp", "content", "body", "blob", "file"})
+# Round 12: ciphertext under its own name (a payment notification's `"ciphertext": …`) is content only its key opens.
+BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", "webp", "content", "body", "blob", "file", "ciphertext", "encrypted", "cipher"})
 # Nouns an identifier is named by when glued to `id` (`keyid`, `traceid`, `requestid`).
 _ID_NOUNS = "key|trace|span|request|parent|message|event|transaction|correlation|object|node|device|tenant"
 # Hex of a hash's length, in a text that speaks of hashes anywhere around it.
@@ -389,6 +397,7 @@ _STORE_PATH = re.compile(r"[0-9a-df-np-sv-z]{32}-[\w.+\-]+")
 _FAN_OUT = re.compile(r"(?:/[0-9a-f]{2}){1,3}/$")
 
 
+_HEX_JOINED = re.compile(r"[0-9a-fA-F]{16,}(?::[0-9a-fA-F]{16,})+")
 _PATH_WORD = re.compile(r"(?:^|[/@])[A-Za-z][a-z]{2,}(?:[.\-][a-z0-9]+)*(?=[/@]|$)")
 
 
@@ -400,6 +409,8 @@ def _path_like(value: str) -> bool:
 def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """(start, end) of the values a token holds: the token itself when it is one value, else its pieces."""
     token = text[start:end]
+    if token[-1] in ":=" and _NAME.fullmatch(token, 0, len(token) - 1):
+        return  # Class (round 12): a key alone with its join (`WebUI\Password_PBKDF2=` before its quoted value)
     if _in_form(token) or UUID_FORM.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token) or _SEALED.match(token):
         return
     if ">" in token and _SEALED.match(token, token.index(">") + 1):
@@ -414,6 +425,12 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
             break  # `V61ZA:D.5Cr%{t`: what stands before the colon is no name but part of the value
         at = prefix.end()
     whole = text[at:end]
+    if _HEX_JOINED.fullmatch(whole):
+        # Class (round 12): digests joined by colons (pwdump's `lmhash:nthash`, `salt:hash`), each judged on its own.
+        for part in whole.split(":"):
+            yield at, at + len(part)
+            at += len(part) + 1
+        return
     if not _path_like(whole) and _random(whole):
         yield at, end
         return
@@ -533,7 +550,9 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
     what a reference or an example names, in one case and without a digit)."""
     if _VERSION.fullmatch(value) or _REFERENCE.match(value) or _RECORD.fullmatch(value) or _EXPRESSION.match(value):
         return True
-    if _SEALED.match(value) or _SETTING.fullmatch(value) or _STATUS.fullmatch(value):
+    if _SEALED.match(value) or _SETTING.fullmatch(value) or _STATUS.fullmatch(value) or _STATUS.fullmatch(value[:1].lower() + value[1:]):
+        return True  # also a status in a sentence's case (`cat: …/admin.password: No such file or directory`)
+    if _CRYPT_HASH.fullmatch(value):
         return True
     if value.count(",") >= _ROW_COMMAS:
         return True
@@ -590,6 +609,14 @@ _SEALED = re.compile(
     r"ENC\[|\$ANSIBLE_VAULT;|vault:v\d+:|-----(?:BEGIN|END) PGP MESSAGE-----|AgB[A-Za-z0-9+/]{300}"
     r"|(?i:encrypted)(?::[A-Za-z0-9+/]{16}|\[)|EJ\[\d+:|AES:[A-Za-z0-9+/]{16,}={0,2}:[A-Za-z0-9+/]{16}"
     r"|v1:(?=[A-Za-z0-9+/=:]*[+/=])[A-Za-z0-9+/]{8,}={0,2}(?::(?:v1:)?[A-Za-z0-9+/]{8,}={0,2})*$"
+)
+# Class (round 12): a password's hash in the whole shape of its crypt(3) scheme (bcrypt, md5-crypt, sha-crypt,
+# yescrypt, argon2), whatever key holds it (AdGuard's `users: - password: $2y$10$…`): no typed password has it.
+_CRYPT_HASH = re.compile(
+    r"\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}"
+    r"|\$(?:1|5|6|apr1)\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,86}"
+    r"|\$y\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{43}"
+    r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}"
 )
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
 # a list item naming a variable (`- DB_PASSWORD`).

@@ -30,6 +30,7 @@ from state.sensitive import (
     is_maskable,
     is_sensitive,
     name_hits,
+    names_a_hash,
     normalise_key,
 )
 
@@ -845,8 +846,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         checked = end
         name = text[start:end].strip(".-_")
-        if normalise_key(name).endswith(_SOURCE_SUFFIXES):
-            continue  # where the credential comes from (`--password-stdin`, `password_file`), not the credential
+        if normalise_key(name).endswith(_SOURCE_SUFFIXES) or names_a_hash(name):
+            continue  # where the credential comes from (`--password-stdin`, `password_file`), or its hash, not the credential
         announcing = not is_sensitive(name, sensitive)
         if announcing and _glued(name, sensitive):
             glued = _glued_value(text, end)

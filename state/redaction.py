@@ -55,6 +55,7 @@ from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for th
     name_hits,
     name_needles,
     names_a_credential,
+    names_a_hash,
     needle_matcher,
     normalise_key,
     sensitive_set,
@@ -276,12 +277,14 @@ def _value_span(text: str, match: re.Match[str]) -> tuple[int, int] | None:
     return (pos, end) if end > pos else None
 
 
-def _key_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) -> Iterator[tuple[int, int]]:
     # Every key is looked at, also inside the value of a harmless one ({'notes': {'password': ...}}), so nothing
-    # nested is skipped; only a masked value's own inside is passed over.
+    # nested is skipped; only a masked value's own inside is passed over. Learning, a password's hash is passed over.
     masked_to = 0
     for match in _KEY.finditer(text):
         if match.start() < masked_to or not is_sensitive(match.group("name"), sensitive):
+            continue
+        if learning and names_a_hash(match.group("name")):
             continue
         span = _value_span(text, match)
         if span is not None:
@@ -570,7 +573,7 @@ def _read_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
     if not may_hold_announced(text, sensitive):
         return
     if name_hits(text, sensitive, announcing=False):
-        for start, end in _key_spans(text, sensitive):
+        for start, end in _key_spans(text, sensitive, learning=True):
             yield from _with_pair_password(_span_values(text[start:end], sensitive))
     yield from _with_pair_password(text[start:end] for start, end in value_spans(text, sensitive))
     for start, end in _pattern_spans(text):
@@ -601,6 +604,8 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
     elif isinstance(value, dict):
         paired = names_its_value(value, sensitive)
         for key, item in value.items():
+            if is_sensitive(str(key), sensitive) and names_a_hash(str(key)):
+                continue  # a password's hash, masked by key, never learnt
             if is_sensitive(str(key), sensitive) or (paired and normalise_key(str(key)) in _VALUE_FIELDS):
                 found.update(_with_pair_password(leaf.strip() for leaf in _held_values(item, sensitive)))
                 if parse_text:

@@ -122,6 +122,19 @@ def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
     return matcher.search(f"_{normalise_key(key[prefixed.end() :] if prefixed else key)}_") is not None
 
 
+# Class (round 12): a key that names a password's hash (`password_hash`, `Password_PBKDF2`, `pwdSha256`, `hashed_password`)
+# holds the hash, not the password: masked where it stands, never learnt as a secret.
+_HASH_OF_PASSWORD = re.compile(
+    r"(?:^|[^a-z0-9])(?:(?:password|passwd|pass|pw|pwd|passphrase)_(?:hash|hashed|digest|pbkdf2\w*|bcrypt|scrypt|argon2\w*|sha\d*|md5|crypt)"
+    r"|hashed_(?:password|passwd|pass|pw|pwd|passphrase))$"
+)
+
+
+def names_a_hash(key: str) -> bool:
+    """Whether a key names the hash of a password (see _HASH_OF_PASSWORD)."""
+    return _HASH_OF_PASSWORD.search(normalise_key(key)) is not None
+
+
 _DOMAIN_PREFIX = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+/(?=[^/]+$)")
 
 
