@@ -245,7 +245,11 @@ AWP_SENSITIVE_FIELDS = env_list(
     # Round 12: Chichewa, Tongan, Hawaiian, Guarani, Bashkir and Tatar, Tok Pisin, Kabyle (Latin and Tifinagh),
     # Cebuano, Tigrinya.
     "mawu_achinsinsi,lea_fakapulipuli,ʻōlelo_huna,ñe'ẽñemi,серһүҙ,серсүз,paswot,awal_uffir,ⴰⵡⴰⵍ_ⵓⴼⴼⵉⵔ,tago_nga_pulong,"
-    "ቃለ_ምስጢር",
+    "ቃለ_ምስጢር,"
+    # Round 12: "secret key" and "private key" in other languages (a comment or a label beside a signing key).
+    "clave_secreta,clave_privada,chave_secreta,chave_privada,clé_secrète,clé_privée,chiave_segreta,chiave_privata,"
+    "geheimer_schlüssel,privater_schlüssel,geheime_sleutel,secretsleutel,klucz_prywatny,tajny_klucz,gizli_anahtar,"
+    "секретный_ключ,закрытый_ключ,秘密鍵,私钥,비밀키",
 )
 # Fail-closed secret detection (state/failclosed.py): besides what a credential word announces, every random-looking
 # token in no harmless form (hash, id, UUID, public key, placeholder, …) is learnt as a secret at ingest.

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 
 from state.freetext import UUID_FORM, class_switches
-from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive
+from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive, name_hits
 
 # Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
 # a space: a stretch is a run of non-spaces, and a token with at least MIN_RUNS runs of one kind is a candidate.
@@ -351,6 +351,8 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if value.startswith("!") and _MATRIX_ROOM.match(text, start):
         return True
+    if _comment_names_credential(text, end, sensitive):
+        return False
     label = _label(text, start, sensitive)
     if label == "identifier":
         return True
@@ -371,6 +373,23 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     line_end = text.find("\n", end, end + JWK_REACH)
     line = text[line_start : min(len(text), end + JWK_REACH) if line_end == -1 else line_end]
     return '"kty"' in line and not _JWK_PRIVATE.search(line)
+
+
+# A comment after a statement on its line (`…; // clave secreta del comercio`, `x = '…'  # signing secret`).
+# Only the value's closing quote and the statement's end between them.
+_TRAILING_COMMENT = re.compile(r"""["'`]?[ \t]*[;,)\]]?[ \t]*[ \t](?://|#|--|/\*|<!--)[ \t]+(?P<comment>[^\n]{1,160})""")
+_NOT_SECRET_COMMENT = re.compile(r"(?i)\bpublic\b|\bnot[ \t]+(?:a[ \t]+)?secret|\bno[ \t]+secret|\bnon-?secret")
+
+
+def _comment_names_credential(text: str, end: int, sensitive: frozenset[str]) -> bool:
+    """Class (round 12): a comment on the value's line that names a credential (`$claveSHA256 = '…'; // clave secreta`)
+    says what the value is, over an identifier word in the variable's name (`SHA256`)."""
+    line_end = text.find("\n", end, end + 240)
+    comment = _TRAILING_COMMENT.match(text, end, end + 240 if line_end == -1 else line_end)
+    if comment is None or _NOT_SECRET_COMMENT.search(comment.group("comment")):
+        return False
+    words = comment.group("comment")
+    return any(is_sensitive(words[a:b], sensitive) for a, b in name_hits(words, sensitive, announcing=False))
 
 
 JWK_REACH = 4096  # a JWK's members around a key's value, on one line
