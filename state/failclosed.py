@@ -653,7 +653,36 @@ _NAME_ONLY = re.compile(r"[a-z]+(?:[_\-.][a-z]+)*|[A-Z]+(?:[_\-.][A-Z]+)*")
 def fail_closed_secrets(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> set[str]:
     """The random-looking values of a text that stand in no harmless form (see the module's docstring); `found`:
     values already learnt from it (a token that is one of them is not looked at again)."""
-    return {v for s, e in fail_closed_spans(text, sensitive, found) if is_maskable(v := text[s:e]) and v not in found}
+    values = {v for s, e in fail_closed_spans(text, sensitive, found) if is_maskable(v := text[s:e]) and v not in found}
+    if values and "(" in text:
+        values |= {v for v in _siblings(text, values) if v not in found and is_maskable(v)}
+    return values
+
+
+# Class (round 12): a key and its secret given side by side to a call (`Airship("<app key>", "<master secret>")`,
+# `Client("<id>", "<secret>")`): when one literal argument is learnt, another of the same length and alphabet beside it
+# is a credential of the same pair, even when its letters happen to read like syllables.
+# (A quote may be escaped: the call inside an event's JSON.)
+_ARGUMENTS = re.compile(
+    r"""\((?P<args>[ \t]*\\?["'][A-Za-z0-9_\-+/=]{16,128}\\?["'](?:[ \t]*,[ \t]*\\?["'][A-Za-z0-9_\-+/=]{16,128}\\?["']){1,3})[ \t]*[,)]"""
+)
+_ARGUMENT = re.compile(r"""\\?["']([^"'\\]+)\\?["']""")
+
+
+def _siblings(text: str, values: set[str]) -> Iterator[str]:
+    for call in _ARGUMENTS.finditer(text):
+        arguments = _ARGUMENT.findall(call.group("args"))
+        learnt = [a for a in arguments if a in values]
+        for argument in arguments:
+            if argument in values or _harmless_form(argument) or class_switches(argument) < MIN_RUNS:
+                continue
+            if any(len(a) == len(argument) and _alphabet(a) == _alphabet(argument) for a in learnt):
+                yield argument
+
+
+def _alphabet(value: str) -> tuple[bool, ...]:
+    """Which of base64's extra characters a value uses (`-_` of the URL alphabet, `+/=` of the standard one)."""
+    return tuple(char in value for char in "-_+/=")
 
 
 def may_fail_closed(text: str, sensitive: frozenset[str]) -> bool:
