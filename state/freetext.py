@@ -100,6 +100,7 @@ class CredentialCommand:
     flags: tuple[re.Pattern[str], ...] = ()  # a tool: its credential flags, after the word on its line
     form: re.Pattern[str] | None = None  # a form: group `secret` where it stands
     accepts: Callable[[re.Match[str]], bool] | None = None  # a form's test of what it found (None: anything)
+    needs: str = ""  # a form's other word (lower case), without which it finds nothing: not read without it
 
 
 def _tool(sign: str, word: str, *flags: str) -> CredentialCommand:
@@ -107,8 +108,8 @@ def _tool(sign: str, word: str, *flags: str) -> CredentialCommand:
     return CredentialCommand(sign, pattern, pattern, tuple(re.compile(flag) for flag in flags))
 
 
-def _form(sign: str, confirm: str, form: str, accepts: Callable[[re.Match[str]], bool] | None = None) -> CredentialCommand:
-    return CredentialCommand(sign, re.compile(confirm), form=re.compile(form, re.M), accepts=accepts)
+def _form(sign: str, confirm: str, form: str, accepts: Callable[[re.Match[str]], bool] | None = None, needs: str = "") -> CredentialCommand:
+    return CredentialCommand(sign, re.compile(confirm), form=re.compile(form, re.M), accepts=accepts, needs=needs)
 
 
 # Any tool's login line: a user flag, then (within LINE_REACH on its line) a short password flag with its value
@@ -214,14 +215,13 @@ _HASHED_SIGNS = ("passwd ", "passwd\t", "mkpasswd", "htpasswd", "slappasswd", "d
 # prints no line break at the end).
 _CREDENTIAL_FILE = r"(?i:\S*(?:pass(?:word)?|secret|token|pwd|apikey|api[_-]key))\b"  # not `passwd`: /etc/passwd holds none
 _READER = re.compile(
-    r"(?im)^[ \t]*(?:[\w.@~:/\-\[\] ]{0,80}?[$#%>][ \t]+)?(?:sudo[ \t]+)?(?:docker[ \t]+exec(?:[ \t]+-\w+)*[ \t]+\S+[ \t]+)?"
-    r"(?P<command>(?:secret-tool[ \t]+lookup|security[ \t]+find-(?:generic|internet)-password|op[ \t]+read|bw[ \t]+get[ \t]+password"
+    r"(?im)(?<![\w-])(?P<command>(?:secret-tool[ \t]+lookup|security[ \t]+find-(?:generic|internet)-password|op[ \t]+read|bw[ \t]+get[ \t]+password"
     r"|keyring[ \t]+get|(?:cat|type|Get-Content|head)[ \t]+" + _CREDENTIAL_FILE + r")[^\n]{0,200})\r?\n"
     r"(?P<secret>[^\s]{6,128}?)(?:[$#%>][ \t]+)?\r?$"
 )
 _READER_SIGNS = (
     *((sign, "") for sign in ("secret-tool", "find-generic-password", "find-internet-password", "op read", "bw get", "keyring get")),
-    *((sign, r"[ \t]+" + _CREDENTIAL_FILE) for sign in ("cat", "type", "get-content", "head")),
+    *((sign, _CREDENTIAL_FILE) for sign in ("cat ", "cat\t", "type ", "get-content ", "head ")),
 )
 # Class (round 12): a password cracker's shown results (`john --show` prints `user:password:…`, `hashcat --show`
 # prints `hash:password`): each line until a blank one.
@@ -306,7 +306,7 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     *(_shared_form(sign, _PIPED) for sign in _PIPED_SIGNS),
     *(_shared_form(sign, _CONNECT) for sign in _CONNECT_SIGNS),
     # Round 12's command classes (see above each form).
-    _form("user", r"(?i:user)[ \t]+" + _SQL_ARGUMENT + r"[ \t]+(?i:using)[ \t]", _USING.pattern),
+    _form("user", r"(?i:user)[ \t]+" + _SQL_ARGUMENT + r"[ \t]+(?i:using)[ \t]", _USING.pattern, needs="using"),
     _form("identified", r"(?i:identified[ \t]+by)[ \t]", _IDENTIFIED_BY.pattern),
     _form(".logon", r"\.(?i:logon)[ \t]", _LOGON.pattern),
     *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", _CONNECT_STRING.pattern, _credential_match)
@@ -334,7 +334,7 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
     lowered = text.lower()
     ran: set[re.Pattern[str]] = set()  # a form two signs share (`-u`, `--user`) is read once
     for command in COMMANDS:
-        if command.sign not in lowered or command.form in ran:
+        if command.sign not in lowered or command.form in ran or command.needs not in lowered:
             continue
         if command.form is not None:
             ran.add(command.form)
