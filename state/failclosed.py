@@ -464,7 +464,7 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 # Class (round 12): characters written as escapes that are no part of a token: RTF's `\uN?` (a document saved as RTF
 # writes every character beyond Latin-1 so: `\u4675?\u4616?` is a word of Tigrinya) and HTML's quotes (`&#x27;`,
 # `&quot;`: a Django debug page's `{&#x27;PASSWORD&#x27;: …}`), blanked as the line breaks are.
-_ESCAPED_CHARACTER = re.compile(r"\\[nrt]|\\u-?\d{1,5}\?|&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
+_ESCAPED_CHARACTER = re.compile(r"\\[nrt]|\\{1,2}u-?\d{1,5}\?|&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
 
 
 def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
@@ -645,6 +645,8 @@ _SETTING = re.compile(r"(?:dword|qword|hex(?:\(\d\))?):[0-9a-fA-F,]+|[a-z][a-z\-
 _STATUS = re.compile(
     r"(?:not|never|no|none|unset|empty|missing)(?: [a-z]+){1,5}|[a-z]+(?: [a-z]+){1,5} [a-z]+(?:ly|ed)"
     r"|\d+(?:[.,]\d+)? ?(?:bytes?|[KMGT]i?B|chars?|characters)"
+    # Round 12: an operating system's error where a value would be (`cat: …/admin.password: Permission denied`).
+    r"|(?:permission|access) denied|operation not permitted|(?:is|not) a directory|file exists|read-only file system"
 )
 # One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).
 _NAME_ONLY = re.compile(r"[a-z]+(?:[_\-.][a-z]+)*|[A-Z]+(?:[_\-.][A-Z]+)*")
@@ -662,11 +664,13 @@ def fail_closed_secrets(text: str, sensitive: frozenset[str], found: frozenset[s
 # Class (round 12): a key and its secret given side by side to a call (`Airship("<app key>", "<master secret>")`,
 # `Client("<id>", "<secret>")`): when one literal argument is learnt, another of the same length and alphabet beside it
 # is a credential of the same pair, even when its letters happen to read like syllables.
-# (A quote may be escaped: the call inside an event's JSON.)
+# (A quote may be escaped, or read as two spaces: the call inside an event's JSON.)
+_QUOTE = r"""(?:\\?["']|  )"""
 _ARGUMENTS = re.compile(
-    r"""\((?P<args>[ \t]*\\?["'][A-Za-z0-9_\-+/=]{16,128}\\?["'](?:[ \t]*,[ \t]*\\?["'][A-Za-z0-9_\-+/=]{16,128}\\?["']){1,3})[ \t]*[,)]"""
+    r"\((?P<args>[ \t]*" + _QUOTE + r"[A-Za-z0-9_\-+/=]{16,128}" + _QUOTE
+    + r"(?:[ \t]*,[ \t]*" + _QUOTE + r"[A-Za-z0-9_\-+/=]{16,128}" + _QUOTE + r"){1,3})[ \t]*[,)]"
 )
-_ARGUMENT = re.compile(r"""\\?["']([^"'\\]+)\\?["']""")
+_ARGUMENT = re.compile(r"[A-Za-z0-9_\-+/=]{16,128}")
 
 
 def _siblings(text: str, values: set[str]) -> Iterator[str]:

@@ -1123,7 +1123,7 @@ def _decoded_escapes(run: re.Match[str]) -> str:
 # Class (round 12): characters a format writes as escapes, read again as the characters: RTF's `\uN?` (every character
 # beyond its code page: a label in Ge'ez or Cyrillic is `\u4675?\u4616?…` until decoded), HTML's quotes (`&#x27;`,
 # `&quot;`: `{&#x27;PASSWORD&#x27;: &#x27;…&#x27;}` on a debug page is a Python dict).
-_RTF_ESCAPE = re.compile(r"\\u(-?\d{1,5})\?")
+_RTF_ESCAPE = re.compile(r"\\{1,2}u(-?\d{1,5})\?")  # (the backslash doubled inside a JSON string)
 _QUOTE_ENTITY = re.compile(r"&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 from state.detector_switch import fail_closed_enabled
-from state.failclosed import may_fail_closed
+from state.failclosed import harmless_value, may_fail_closed
 from state.freetext import (
     COMMANDS,
     CRACKED_SIGN,
@@ -586,7 +586,7 @@ def _with_pair_password(values: Iterable[str]) -> Iterator[str]:
     for value in values:
         yield value
         password = pair_password(value)
-        if password is not None:
+        if password is not None and not harmless_value(value):  # not ciphertext under its mark (`encrypted:…`)
             yield password
 
 
