@@ -158,7 +158,7 @@ _CONNECT_SIGNS = ("->connect", "pdo", "mysqli", "mysql_connect")
 
 # Class (round 12): a database client's login clause, whatever the client: `CONNECT TO db USER u USING pw` (DB2's CLP,
 # Informix, embedded SQL), `IDENTIFIED BY pw` (Oracle, MySQL), a Teradata logon (`.LOGON host/user,pw`), Oracle's
-# connect string (`sqlplus user/pw@db`, `CONNECT user/pw`, `expdp user/pw`). Quoted or not.
+# connect string (`sqlplus user/pw@db`, `CONNECT user/pw`, `expdp user/pw`; each word a sign of the gate). Quoted or not.
 _SQL_ARGUMENT = r"""(?:'[^'\n]{0,128}'|"[^"\n]{0,128}"|[^\s'";]{1,128})"""
 # A host variable (`:WS-DB-PASSWORD`, `@pw`) or a parameter (`?`, `%s`, `$1`) stands for the password, not in it.
 _SQL_SECRET = r"""[ \t]+(?P<q>['"]?)(?![:@][\w-]|\?(?!\S)|%s\b|\$\d)(?P<secret>(?(q)[^'"\n]{1,128}|[^\s'";]{1,128}))(?P=q)"""
@@ -166,7 +166,7 @@ _USING = re.compile(r"(?i:(?<![\w-])USER[ \t]+" + _SQL_ARGUMENT + r"[ \t]+USING)
 _IDENTIFIED_BY = re.compile(r"(?i:(?<![\w-])IDENTIFIED[ \t]+BY)(?![ \t]+(?i:VALUES|PASSWORD|EXTERNALLY|GLOBALLY)\b)" + _SQL_SECRET)
 _LOGON = re.compile(r"(?im)^[ \t]*\.LOGON[ \t]+(?:[^\s/,;]{1,128}/)?[^\s/,;]{1,64},(?P<secret>[^\s;]{1,128})")
 _CONNECT_STRING = re.compile(
-    r"(?i:(?<![\w-])(?:sqlplus|conn(?:ect)?|rman[ \t]+target|expdp|impdp|exp|imp|dgmgrl))(?:[ \t]+-\w+)*[ \t]+"
+    r"(?i:(?<![\w-])(?:sqlplus|conn(?:ect)?|rman[ \t]+target|expdp|impdp|dgmgrl))(?:[ \t]+-\w+)*[ \t]+"
     r"[\w$#.]{1,64}/(?P<secret>[^\s/@'\"]{1,128})(?=@|[ \t]|$)", re.M
 )
 # Class (round 12): a login line's password flag `-w` after a user or bind DN flag (`vsql -U u -w …`, `ldapsearch -D
@@ -185,7 +185,7 @@ def _three_kinds(match: re.Match[str]) -> bool:
 # Class (round 12): the password flag of a command whose verb signs in or ships with an account's credential
 # (`caprover deploy … -p '…'`, `ovsx publish … -p <token>`, `… register … -p …`): a port, a path or a word is none.
 _VERB_THEN_PASSWORD = re.compile(
-    r"(?i:(?<![\w-])\+?(?:log[io]n|deploy|publish|register|upload|connect|sign-?in)(?![\w-]))[^\n|;&]{0,200}?[ \t]-[pP](?:[ \t]+|=)"
+    r"(?i:(?<![\w-])\+?(?:log[io]n|deploy|publish|register|upload|sign-?in)(?![\w-]))[^\n|;&]{0,200}?[ \t]-[pP](?:[ \t]+|=)"
     r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|(?!%[\w.]+%)[^\s'\"$<{/~.-][^\s'\"]{5,127}))(?(q)(?P=q))",
     re.M,
 )
