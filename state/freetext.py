@@ -162,17 +162,18 @@ _CONNECT_SIGNS = ("->connect", "pdo", "mysqli", "mysql_connect")
 _SQL_ARGUMENT = r"""(?:'[^'\n]{0,128}'|"[^"\n]{0,128}"|[^\s'";]{1,128})"""
 # A host variable (`:WS-DB-PASSWORD`, `@pw`) or a parameter (`?`, `%s`, `$1`) stands for the password, not in it.
 _SQL_SECRET = r"""[ \t]+(?P<q>['"]?)(?![:@][\w-]|\?(?!\S)|%s\b|\$\d)(?P<secret>(?(q)[^'"\n]{1,128}|[^\s'";]{1,128}))(?P=q)"""
-_USING = re.compile(r"(?i:(?<![\w-])USER[ \t]+" + _SQL_ARGUMENT + r"[ \t]+USING)" + _SQL_SECRET)
-_IDENTIFIED_BY = re.compile(r"(?i:(?<![\w-])IDENTIFIED[ \t]+BY)(?![ \t]+(?i:VALUES|PASSWORD|EXTERNALLY|GLOBALLY)\b)" + _SQL_SECRET)
+# (Each form below opens with a look-ahead at its first character: the engine passes over other positions at C speed.)
+_USING = re.compile(r"(?=[Uu])(?i:(?<![\w-])USER[ \t]+" + _SQL_ARGUMENT + r"[ \t]+USING)" + _SQL_SECRET)
+_IDENTIFIED_BY = re.compile(r"(?=[Ii])(?i:(?<![\w-])IDENTIFIED[ \t]+BY)(?![ \t]+(?i:VALUES|PASSWORD|EXTERNALLY|GLOBALLY)\b)" + _SQL_SECRET)
 _LOGON = re.compile(r"(?im)^[ \t]*\.LOGON[ \t]+(?:[^\s/,;]{1,128}/)?[^\s/,;]{1,64},(?P<secret>[^\s;]{1,128})")
 _CONNECT_STRING = re.compile(
-    r"(?i:(?<![\w-])(?:sqlplus|conn(?:ect)?|rman[ \t]+target|expdp|impdp|dgmgrl))(?:[ \t]+-\w+)*[ \t]+"
+    r"(?=[SsCcRrEeIiDd])(?i:(?<![\w-])(?:sqlplus|conn(?:ect)?|rman[ \t]+target|expdp|impdp|dgmgrl))(?:[ \t]+-\w+)*[ \t]+"
     r"[\w$#.]{1,64}/(?P<secret>[^\s/@'\"]{1,128})(?=@|[ \t]|$)", re.M
 )
 # Class (round 12): a login line's password flag `-w` after a user or bind DN flag (`vsql -U u -w …`, `ldapsearch -D
 # cn=… -w …`); psql's `-w` takes no value, so a bare value must hold three kinds of character (`-w mydb2` is a database).
 _USER_THEN_W = re.compile(
-    r"(?:^|[ \t])(?:-[UD]|--user(?:name)?)(?:[ \t]+|=)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-]\S*)[^\n]{0,200}?[ \t]-w(?:[ \t]+|=)"
+    r"(?=-)(?:^|(?<=[ \t]))(?:-[UD]|--user(?:name)?)(?:[ \t]+|=)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-]\S*)[^\n]{0,200}?[ \t]-w(?:[ \t]+|=)"
     r"(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|[^\s'\"$<{%-][^\s'\"]{5,127}))(?(q)(?P=q))",
     re.M,
 )
@@ -185,7 +186,7 @@ def _three_kinds(match: re.Match[str]) -> bool:
 # Class (round 12): the password flag of a command whose verb signs in or ships with an account's credential
 # (`caprover deploy … -p '…'`, `ovsx publish … -p <token>`, `… register … -p …`): a port, a path or a word is none.
 _VERB_THEN_PASSWORD = re.compile(
-    r"(?i:(?<![\w-])\+?(?:log[io]n|deploy|publish|register|upload|sign-?in)(?![\w-]))[^\n|;&]{0,200}?[ \t]-[pP](?:[ \t]+|=)"
+    r"(?=[+LlDdPpRrUuSs])(?i:(?<![\w-])\+?(?:log[io]n|deploy|publish|register|upload|sign-?in)(?![\w-]))[^\n|;&]{0,200}?[ \t]-[pP](?:[ \t]+|=)"
     r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|(?!%[\w.]+%)[^\s'\"$<{/~.-][^\s'\"]{5,127}))(?(q)(?P=q))",
     re.M,
 )
@@ -194,7 +195,7 @@ _LOGIN_CONFIRM = r"(?i:log[io]n)(?:[^\n]{0,200}?[ \t]-[pP](?:[ \t]|=)|[ \t]+\S+[
 # Class (round 12): a login verb's two arguments, the user and then the password (steamcmd's `+login user pw`, a
 # console's `login user pw`), the password last on its line or before the next command or flag.
 _LOGIN_ARGUMENTS = re.compile(
-    r"(?:^|[ \t])\+?(?i:log[io]n)[ \t]+[^\s'\"+\-][^\s'\"]{0,63}[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"+\-][^\s'\"]{5,127})(?P=q)"
+    r"(?=[+Ll])(?:^|(?<=[ \t])|(?<=[ \t]\+))\+?(?i:log[io]n)[ \t]+[^\s'\"+\-][^\s'\"]{0,63}[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"+\-][^\s'\"]{5,127})(?P=q)"
     r"(?=[ \t]+[+\-]|[ \t]*$)",
     re.M,
 )
@@ -202,7 +203,7 @@ _LOGIN_ARGUMENTS = re.compile(
 # `htpasswd -nb user …`, `htpasswd -b file user …`, `slappasswd -s …`, `doveadm pw -p …`, `caddy hash-password
 # --plaintext …`): the plaintext is the credential the hash is made of.
 _HASHED_ARGUMENT = re.compile(
-    r"(?:\bopenssl[ \t]+passwd(?:[ \t]+-(?:salt[ \t]+\S+|[\w-]+))*|\bmkpasswd(?:[ \t]+-(?:[mSR][ \t]+\S+|-[\w-]+=\S+|[\w-]+))*"
+    r"(?=[ohsdmOHSDM])(?:\bopenssl[ \t]+passwd(?:[ \t]+-(?:salt[ \t]+\S+|[\w-]+))*|\bmkpasswd(?:[ \t]+-(?:[mSR][ \t]+\S+|-[\w-]+=\S+|[\w-]+))*"
     r"|\bhtpasswd[ \t]+-[A-Za-z]*n[A-Za-z]*b[A-Za-z]*(?:[ \t]+-\w+)*[ \t]+\S+|\bhtpasswd[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-\w+(?:[ \t]+\d+)?)*[ \t]+\S+[ \t]+\S+"
     r"|\bslappasswd(?:[ \t]+-[^s\s]\S*(?:[ \t]+\{[^}\s]+\})?)*[ \t]+-s|\bdoveadm[ \t]+pw(?:[ \t]+-[^p\s]\S*(?:[ \t]+\S+)?)*[ \t]+-p"
     r"|\bhash-password[ \t]+--plaintext(?:[ \t]*=)?)"
@@ -215,7 +216,7 @@ _HASHED_SIGNS = ("passwd ", "passwd\t", "mkpasswd", "htpasswd", "slappasswd", "d
 # prints no line break at the end).
 _CREDENTIAL_FILE = r"(?i:\S*(?:pass(?:word)?|secret|token|pwd|apikey|api[_-]key))\b"  # not `passwd`: /etc/passwd holds none
 _READER = re.compile(
-    r"(?im)(?<![\w-])(?P<command>(?:secret-tool[ \t]+lookup|security[ \t]+find-(?:generic|internet)-password|op[ \t]+read|bw[ \t]+get[ \t]+password"
+    r"(?im)(?=[SsOoBbKkCcTtGgHh])(?<![\w-])(?P<command>(?:secret-tool[ \t]+lookup|security[ \t]+find-(?:generic|internet)-password|op[ \t]+read|bw[ \t]+get[ \t]+password"
     r"|keyring[ \t]+get|(?:cat|type|Get-Content|head)[ \t]+" + _CREDENTIAL_FILE + r")[^\n]{0,200})\r?\n"
     r"(?P<secret>[^\s]{6,128}?)(?:[$#%>][ \t]+)?\r?$"
 )
