@@ -218,6 +218,8 @@ AWP_SENSITIVE_FIELDS = env_list(
     "cookie,session,sessionid,dsn,conn_str,connection_string,"
     # A site's secret salt (Drupal's hash_salt, WordPress's AUTH_SALT): only as a key's whole last word.
     "salt,"
+    # A credential's short form (`--auth-cred`, `db_creds`): only as a key's whole last word (not `credit`, `credo`).
+    "cred,creds,"
     # What unlocks a wallet, a vault or an account when everything else is lost.
     "psk,pre_shared_key,preshared_key,mnemonic,pass_phrase,seed_phrase,recovery_phrase,recovery_key,unseal_phrase,unseal_key,"
     "recovery_code,recovery_codes,backup_code,backup_codes,"
@@ -242,7 +244,15 @@ AWP_SENSITIVE_FIELDS = env_list(
     "پارول,parol,گذرواژه,کلمه_عبور,پاسورڊ,erayga_sirta,ereyga_sirta,furaha_sirta,oro_asina,oro_igbaniwole,"
     "okwuntughe,kalmar_sirri,kalmar_wucewa,iphasiwedi,igama_lokugqitha,pasiwedhi,phasewete,jecha_darbii,ijambobanga,"
     "senhal,tembung_sandhi,tembung_sandi,kecap_sandi,lo_lus_zais,şîfre,passwuert,loyniorð,modpas,kupuhipa,"
-    "συνθηματικό,סיסמא,كلمة_مرور,باسورد,비번,暗証番号,合言葉,パスコード,mdp",
+    "συνθηματικό,סיסמא,كلمة_مرور,باسورد,비번,暗証番号,合言葉,パスコード,mdp,"
+    # Round 12: Chichewa, Tongan, Hawaiian, Guarani, Bashkir and Tatar, Tok Pisin, Kabyle (Latin and Tifinagh),
+    # Cebuano, Tigrinya.
+    "mawu_achinsinsi,lea_fakapulipuli,ʻōlelo_huna,ñe'ẽñemi,серһүҙ,серсүз,paswot,awal_uffir,ⴰⵡⴰⵍ_ⵓⴼⴼⵉⵔ,tago_nga_pulong,"
+    "ቃለ_ምስጢር,"
+    # Round 12: "secret key" and "private key" in other languages (a comment or a label beside a signing key).
+    "clave_secreta,clave_privada,chave_secreta,chave_privada,clé_secrète,clé_privée,chiave_segreta,chiave_privata,"
+    "geheimer_schlüssel,privater_schlüssel,geheime_sleutel,secretsleutel,klucz_prywatny,tajny_klucz,gizli_anahtar,"
+    "секретный_ключ,закрытый_ключ,秘密鍵,私钥,비밀키",
 )
 # Fail-closed secret detection (state/failclosed.py): besides what a credential word announces, every random-looking
 # token in no harmless form (hash, id, UUID, public key, placeholder, …) is learnt as a secret at ingest.

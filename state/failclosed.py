@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 
 from state.freetext import UUID_FORM, class_switches
-from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive
+from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive, name_hits
 
 # Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
 # a space: a stretch is a run of non-spaces, and a token with at least MIN_RUNS runs of one kind is a candidate.
@@ -55,7 +55,8 @@ _TRAIL = ")]}>,;.:*\\"
 _CUT = re.compile(r"[/?&#=@,;|()\[\]{}<>\\]+|:(?!\d)")
 _PREFIX = re.compile(r"[\w.\-*]{1,40}[:=]")
 # A name may hold a short segment with a digit between separators (`x-b3-traceid`, `s3_bucket`, `ec2-host`).
-_NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*|-*(?:[A-Za-z]+\d*[_.\-])+[A-Za-z]+\d*")
+# A name's parts may be joined by a backslash too (a Qt or registry key: `WebUI\Password_PBKDF2`).
+_NAME = re.compile(r"[\d.]+|\*|-*[A-Za-z][A-Za-z_.\-]*\d*|-*(?:[A-Za-z]+\d*[_.\-\\])+[A-Za-z]+\d*")
 
 # Harmless forms, whole value.
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
@@ -109,7 +110,10 @@ _PLACEHOLDER = re.compile(
     r"|\[(?:filtered|redacted|masked|hidden|removed|sensitive|secret|scrubbed)\]"
     r"|(?-i:(?:[A-Z]+_)*(?:HIDDEN|REDACTED|MASKED|REMOVED|FILTERED|OMITTED|SCRUBBED|WITHHELD)(?:_[A-Z]+)*)"
     r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)"
-    r"|[a-z]{2,8}(?:-[a-z]{2,12}){0,2}[_-])$"
+    r"|[a-z]{2,8}(?:-[a-z]{2,12}){0,2}[_-]"
+    # Class (round 12): a placeholder word at a value's end, after its real-looking start (`a7c4d0ad-…-YOUR-TOKEN`,
+    # `…_REPLACE_ME`).
+    r"|.*[-_.](?:your|my)[-_][a-z]+(?:[-_][a-z]+)*|.*[-_.](?:replace|change|insert)[-_]?(?:me|this|here)|.*[-_.]here)$"
 )
 # A public block: its body is no secret.
 _BLOCK_BEGIN = re.compile(r"-----BEGIN (?![^-\n]*(?:" + "|".join(SECRET_ARMOR) + r"))([A-Z0-9 ]+)-----")
@@ -165,9 +169,13 @@ IDENTIFIER_WORDS = frozenset({
     "blob", "tree", "oid", "cursor", "kid", "rev", "revision", "ref", "parent", "head", "merge", "public", "pub",
     "pubkey", "peer", "cid", "ipfs", "ipns", "etags", "crc", "crc32", "object", "image", "layer", "container",
     "tag", "git", "fp", "thumbprint", "salt", "mac", "avatar", "gravatar", "cache", "blurhash", "tracestate", "accessor", "accessors",
+    # Round 12: a serial number's abbreviation (`APP_CERT_SN`), the algorithms a password's hash is named by
+    # (`Password_PBKDF2`, `pw_bcrypt`).
+    "sn", "pbkdf2", "bcrypt", "scrypt", "argon2", "hashed",
 })  # fmt: skip
 # Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
-BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", "webp", "content", "body", "blob", "file"})
+# Round 12: ciphertext under its own name (a payment notification's `"ciphertext": …`) is content only its key opens.
+BINARY_WORDS = frozenset({"data", "bytes", "image", "thumbnail", "png", "jpeg", "webp", "content", "body", "blob", "file", "ciphertext", "encrypted", "cipher"})
 # Nouns an identifier is named by when glued to `id` (`keyid`, `traceid`, `requestid`).
 _ID_NOUNS = "key|trace|span|request|parent|message|event|transaction|correlation|object|node|device|tenant"
 # Hex of a hash's length, in a text that speaks of hashes anywhere around it.
@@ -343,6 +351,8 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if value.startswith("!") and _MATRIX_ROOM.match(text, start):
         return True
+    if _comment_names_credential(text, end, sensitive):
+        return False
     label = _label(text, start, sensitive)
     if label == "identifier":
         return True
@@ -363,6 +373,23 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     line_end = text.find("\n", end, end + JWK_REACH)
     line = text[line_start : min(len(text), end + JWK_REACH) if line_end == -1 else line_end]
     return '"kty"' in line and not _JWK_PRIVATE.search(line)
+
+
+# A comment after a statement on its line (`…; // clave secreta del comercio`, `x = '…'  # signing secret`).
+# Only the value's closing quote and the statement's end between them.
+_TRAILING_COMMENT = re.compile(r"""["'`]?[ \t]*[;,)\]]?[ \t]*[ \t](?://|#|--|/\*|<!--)[ \t]+(?P<comment>[^\n]{1,160})""")
+_NOT_SECRET_COMMENT = re.compile(r"(?i)\bpublic\b|\bnot[ \t]+(?:a[ \t]+)?secret|\bno[ \t]+secret|\bnon-?secret")
+
+
+def _comment_names_credential(text: str, end: int, sensitive: frozenset[str]) -> bool:
+    """Class (round 12): a comment on the value's line that names a credential (`$claveSHA256 = '…'; // clave secreta`)
+    says what the value is, over an identifier word in the variable's name (`SHA256`)."""
+    line_end = text.find("\n", end, end + 240)
+    comment = _TRAILING_COMMENT.match(text, end, end + 240 if line_end == -1 else line_end)
+    if comment is None or _NOT_SECRET_COMMENT.search(comment.group("comment")):
+        return False
+    words = comment.group("comment")
+    return any(is_sensitive(words[a:b], sensitive) for a, b in name_hits(words, sensitive, announcing=False))
 
 
 JWK_REACH = 4096  # a JWK's members around a key's value, on one line
@@ -389,6 +416,7 @@ _STORE_PATH = re.compile(r"[0-9a-df-np-sv-z]{32}-[\w.+\-]+")
 _FAN_OUT = re.compile(r"(?:/[0-9a-f]{2}){1,3}/$")
 
 
+_HEX_JOINED = re.compile(r"[0-9a-fA-F]{16,}(?::[0-9a-fA-F]{16,})+")
 _PATH_WORD = re.compile(r"(?:^|[/@])[A-Za-z][a-z]{2,}(?:[.\-][a-z0-9]+)*(?=[/@]|$)")
 
 
@@ -400,6 +428,8 @@ def _path_like(value: str) -> bool:
 def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """(start, end) of the values a token holds: the token itself when it is one value, else its pieces."""
     token = text[start:end]
+    if token[-1] in ":=" and _NAME.fullmatch(token, 0, len(token) - 1):
+        return  # Class (round 12): a key alone with its join (`WebUI\Password_PBKDF2=` before its quoted value)
     if _in_form(token) or UUID_FORM.fullmatch(token) or _DATA_URI.search(token) or _COLON_HEX.search(token) or _SEALED.match(token):
         return
     if ">" in token and _SEALED.match(token, token.index(">") + 1):
@@ -414,6 +444,12 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
             break  # `V61ZA:D.5Cr%{t`: what stands before the colon is no name but part of the value
         at = prefix.end()
     whole = text[at:end]
+    if _HEX_JOINED.fullmatch(whole):
+        # Class (round 12): digests joined by colons (pwdump's `lmhash:nthash`, `salt:hash`), each judged on its own.
+        for part in whole.split(":"):
+            yield at, at + len(part)
+            at += len(part) + 1
+        return
     if not _path_like(whole) and _random(whole):
         yield at, end
         return
@@ -425,7 +461,10 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
             offset = piece_start + len(part)
 
 
-_ESCAPED_BREAK = re.compile(r"\\[nrt]")
+# Class (round 12): characters written as escapes that are no part of a token: RTF's `\uN?` (a document saved as RTF
+# writes every character beyond Latin-1 so: `\u4675?\u4616?` is a word of Tigrinya) and HTML's quotes (`&#x27;`,
+# `&quot;`: a Django debug page's `{&#x27;PASSWORD&#x27;: …}`), blanked as the line breaks are.
+_ESCAPED_CHARACTER = re.compile(r"\\[nrt]|\\{1,2}u-?\d{1,5}\?|&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
 
 
 def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
@@ -433,7 +472,7 @@ def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str
     # A line break written as an escape (`\n` in iCalendar, a JSON string inside text, a log's repr) ends a token
     # as the break itself does: two spaces, so offsets stay. Read through, it glued the next word to a value (the
     # document learnt `value\nNext`, which masks nothing once the text is an event's JSON).
-    breaks = _ESCAPED_BREAK.sub("  ", text) if "\\" in text else text
+    breaks = _ESCAPED_CHARACTER.sub(_blank, text) if "\\" in text or "&" in text else text
     translated = " " + breaks.translate(_TABLE)  # offsets in `translated` are one more than in `text`
     blocks = public_blocks(text) if "-----BEGIN" in text else []
     if _VAULT_HEADER in text:
@@ -452,7 +491,11 @@ def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str
                 piece_end -= 1
             if _random(text[piece_start:piece_end]) and not _harmless(text, piece_start, piece_end, sensitive):
                 yield piece_start, piece_end
-    yield from typed_password_spans(text, sensitive, found)
+    yield from typed_password_spans(breaks, sensitive, found)
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group())
 
 
 # A password a person typed (`Sunflower#2931`, `P@ssw0rd!24`, `q8#Lp!x2@Vm`): 8 to 40 characters without a space,
@@ -483,8 +526,10 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
     for match in _TYPED.finditer(text):
         value = match.group()
         marks = [i for i, char in enumerate(value) if char in _TYPED_MARKS]
-        if not marks or value in found or all(value[i] == "?" for i in marks):
+        if not marks or value in found:
             continue
+        if all(value[i] == "?" for i in marks) and not _quoted_argument(text, match.start(), match.end(), value):
+            continue  # a question's mark, unless the token is a whole quoted argument (`register … 'Harbor42?'`)
         if _DIGIT.search(value) is None or _LETTERS.search(value) is None or "/" in value or "\\" in value:
             continue
         if marks == [len(value) - 1] and not (_LOWER.search(value) and _UPPER.search(value)):
@@ -494,6 +539,19 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
         if _harmless(text, match.start(), match.end(), sensitive):
             continue
         yield match.span()
+
+
+def _quoted_argument(text: str, start: int, end: int, value: str) -> bool:
+    """Class (round 12): a whole quoted argument (`'Lantern42?'`) is no sentence, so its last `?` ends none: a typed
+    password when it holds lower and upper case and a digit."""
+    quote = text[start - 1 : start]
+    return (
+        quote in ("'", '"')
+        and text[end : end + 1] == quote
+        and _LOWER.search(value) is not None
+        and _UPPER.search(value) is not None
+        and _DIGIT.search(value) is not None
+    )
 
 
 _VERSION_PIN = re.compile(r"[@\w.\-]+@[\^~]?\d+(?:\.\d+)*(?:[-+][\w.]+)?")
@@ -511,7 +569,9 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
     what a reference or an example names, in one case and without a digit)."""
     if _VERSION.fullmatch(value) or _REFERENCE.match(value) or _RECORD.fullmatch(value) or _EXPRESSION.match(value):
         return True
-    if _SEALED.match(value) or _SETTING.fullmatch(value) or _STATUS.fullmatch(value):
+    if _SEALED.match(value) or _SETTING.fullmatch(value) or _STATUS.fullmatch(value) or _STATUS.fullmatch(value[:1].lower() + value[1:]):
+        return True  # also a status in a sentence's case (`cat: …/admin.password: No such file or directory`)
+    if _CRYPT_HASH.fullmatch(value):
         return True
     if value.count(",") >= _ROW_COMMAS:
         return True
@@ -542,6 +602,7 @@ _REFERENCE = re.compile(
     | (?:process\.env|import\.meta\.env|window|globalThis|Deno\.env)(?:\.[\w$]+|\[[^\]\n]+\])+!?[;,]?$    # read at run time
     | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
     | ![a-z][A-Za-z_-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                               # a YAML tag, a word (`!vault |`, `!secret db_pw`; not `!a2222…`)
+    | (?:Read|Get|New|Import|Invoke|ConvertFrom|Select|Unprotect)-[A-Z]\w+(?:[ \t].*)?$       # a PowerShell cmdlet computes it (`Read-Host -AsSecureString`)
     """
 )
 # A record of when or which, never a credential: a timestamp (ISO 8601, or packed as LDAP's CSN writes it:
@@ -568,6 +629,14 @@ _SEALED = re.compile(
     r"|(?i:encrypted)(?::[A-Za-z0-9+/]{16}|\[)|EJ\[\d+:|AES:[A-Za-z0-9+/]{16,}={0,2}:[A-Za-z0-9+/]{16}"
     r"|v1:(?=[A-Za-z0-9+/=:]*[+/=])[A-Za-z0-9+/]{8,}={0,2}(?::(?:v1:)?[A-Za-z0-9+/]{8,}={0,2})*$"
 )
+# Class (round 12): a password's hash in the whole shape of its crypt(3) scheme (bcrypt, md5-crypt, sha-crypt,
+# yescrypt, argon2), whatever key holds it (AdGuard's `users: - password: $2y$10$…`): no typed password has it.
+_CRYPT_HASH = re.compile(
+    r"\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}"
+    r"|\$(?:1|5|6|apr1)\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,86}"
+    r"|\$y\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{43}"
+    r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}"
+)
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
 # a list item naming a variable (`- DB_PASSWORD`).
 _SETTING = re.compile(r"(?:dword|qword|hex(?:\(\d\))?):[0-9a-fA-F,]+|[a-z][a-z\-]*=[a-z][a-z\-]*|- [A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
@@ -576,6 +645,8 @@ _SETTING = re.compile(r"(?:dword|qword|hex(?:\(\d\))?):[0-9a-fA-F,]+|[a-z][a-z\-
 _STATUS = re.compile(
     r"(?:not|never|no|none|unset|empty|missing)(?: [a-z]+){1,5}|[a-z]+(?: [a-z]+){1,5} [a-z]+(?:ly|ed)"
     r"|\d+(?:[.,]\d+)? ?(?:bytes?|[KMGT]i?B|chars?|characters)"
+    # Round 12: an operating system's error where a value would be (`cat: …/admin.password: Permission denied`).
+    r"|(?:permission|access) denied|operation not permitted|(?:is|not) a directory|file exists|read-only file system"
 )
 # One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).
 _NAME_ONLY = re.compile(r"[a-z]+(?:[_\-.][a-z]+)*|[A-Z]+(?:[_\-.][A-Z]+)*")
@@ -584,7 +655,38 @@ _NAME_ONLY = re.compile(r"[a-z]+(?:[_\-.][a-z]+)*|[A-Z]+(?:[_\-.][A-Z]+)*")
 def fail_closed_secrets(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> set[str]:
     """The random-looking values of a text that stand in no harmless form (see the module's docstring); `found`:
     values already learnt from it (a token that is one of them is not looked at again)."""
-    return {v for s, e in fail_closed_spans(text, sensitive, found) if is_maskable(v := text[s:e]) and v not in found}
+    values = {v for s, e in fail_closed_spans(text, sensitive, found) if is_maskable(v := text[s:e]) and v not in found}
+    if values and "(" in text:
+        values |= {v for v in _siblings(text, values) if v not in found and is_maskable(v)}
+    return values
+
+
+# Class (round 12): a key and its secret given side by side to a call (`Airship("<app key>", "<master secret>")`,
+# `Client("<id>", "<secret>")`): when one literal argument is learnt, another of the same length and alphabet beside it
+# is a credential of the same pair, even when its letters happen to read like syllables.
+# (A quote may be escaped, or read as two spaces: the call inside an event's JSON.)
+_QUOTE = r"""(?:\\?["']|  )"""
+_ARGUMENTS = re.compile(
+    r"\((?P<args>[ \t]*" + _QUOTE + r"[A-Za-z0-9_\-+/=]{16,128}" + _QUOTE
+    + r"(?:[ \t]*,[ \t]*" + _QUOTE + r"[A-Za-z0-9_\-+/=]{16,128}" + _QUOTE + r"){1,3})[ \t]*[,)]"
+)
+_ARGUMENT = re.compile(r"[A-Za-z0-9_\-+/=]{16,128}")
+
+
+def _siblings(text: str, values: set[str]) -> Iterator[str]:
+    for call in _ARGUMENTS.finditer(text):
+        arguments = _ARGUMENT.findall(call.group("args"))
+        learnt = [a for a in arguments if a in values]
+        for argument in arguments:
+            if argument in values or _harmless_form(argument) or class_switches(argument) < MIN_RUNS:
+                continue
+            if any(len(a) == len(argument) and _alphabet(a) == _alphabet(argument) for a in learnt):
+                yield argument
+
+
+def _alphabet(value: str) -> tuple[bool, ...]:
+    """Which of base64's extra characters a value uses (`-_` of the URL alphabet, `+/=` of the standard one)."""
+    return tuple(char in value for char in "-_+/=")
 
 
 def may_fail_closed(text: str, sensitive: frozenset[str]) -> bool:

@@ -30,6 +30,7 @@ from state.sensitive import (
     is_maskable,
     is_sensitive,
     name_hits,
+    names_a_hash,
     normalise_key,
 )
 
@@ -39,7 +40,9 @@ from state.sensitive import (
 _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|jest|је|ir|yra|ni|ay|yw|ydy|është|eshte|არის|ialah|adalah|és|е|là|estas|dia|—|–"
     # Round 11: Yiddish `איז`, Hebrew `הוא`/`היא`, Arabic `هو`/`هي`, Greek `είναι`, Thai `คือ`, Somali `waa`, Hmong `yog`,
     # Javanese `iku`/`yaiku`, Sundanese `nyaeta`, Igbo `bu`, Hausa `shine`/`itace`.
-    r"|איז|הוא|היא|هو|هي|είναι|คือ|waa|yog|iku|yaiku|nyaeta|nyaéta|bu|bụ|shine|itace)")
+    r"|איז|הוא|היא|هو|هي|είναι|คือ|waa|yog|iku|yaiku|nyaeta|nyaéta|bu|bụ|shine|itace"
+    # Round 12: Xhosa and Zulu `ngu`/`yi`, Sesotho and Setswana `ke`, Chichewa `ndi`, Tok Pisin `em`, Cebuano `kay`.
+    r"|ngu|yi|ke|ndi|em|kay)")
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -97,6 +100,7 @@ class CredentialCommand:
     flags: tuple[re.Pattern[str], ...] = ()  # a tool: its credential flags, after the word on its line
     form: re.Pattern[str] | None = None  # a form: group `secret` where it stands
     accepts: Callable[[re.Match[str]], bool] | None = None  # a form's test of what it found (None: anything)
+    needs: str = ""  # a form's other word (lower case), without which it finds nothing: not read without it
 
 
 def _tool(sign: str, word: str, *flags: str) -> CredentialCommand:
@@ -104,8 +108,8 @@ def _tool(sign: str, word: str, *flags: str) -> CredentialCommand:
     return CredentialCommand(sign, pattern, pattern, tuple(re.compile(flag) for flag in flags))
 
 
-def _form(sign: str, confirm: str, form: str, accepts: Callable[[re.Match[str]], bool] | None = None) -> CredentialCommand:
-    return CredentialCommand(sign, re.compile(confirm), form=re.compile(form, re.M), accepts=accepts)
+def _form(sign: str, confirm: str, form: str, accepts: Callable[[re.Match[str]], bool] | None = None, needs: str = "") -> CredentialCommand:
+    return CredentialCommand(sign, re.compile(confirm), form=re.compile(form, re.M), accepts=accepts, needs=needs)
 
 
 # Any tool's login line: a user flag, then (within LINE_REACH on its line) a short password flag with its value
@@ -129,14 +133,18 @@ def _login_password(match: re.Match[str]) -> bool:
 # gh secret set NAME`, `… | docker login --password-stdin`, `… | vercel env add NAME production`).
 _PIPED = re.compile(
     r"""(?:^|(?<=[\s;&('"]))(?:echo|printf)(?:[ \t]+-[neE]{1,3})*[ \t]+(?:['"]?%s(?:\\n)?['"]?[ \t]+)?"""
-    r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|(?!%[\w.]+%)[^\s'"|$\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\|[ \t]*[^\n|]{0,120}?"""
+    r"""(?P<q>['"])?(?P<secret>(?(q)[^'"\n]{6,256}|(?!%[\w.]+%)[^\s'"|$\-][^\s'"|]{5,255}))(?(q)(?P=q))[ \t]*\)?[ \t]*\|[ \t]*[^\n|]{0,120}?"""
     r"""(?i:secrets?[ \t]+(?:put|set|create|add)\b|--password-stdin|env[ \t]+add\b"""
     # Class: any command that reads a password on its standard input (`sudo -S`, `passwd --stdin`, `--passphrase-fd 0`),
     # the pipe inside a quoted remote command too (`ssh host 'echo … | sudo -S …'`).
-    r"""|(?-i:sudo(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*S)\b|--stdin\b|--pass(?:word|phrase)-fd[ \t=]+0\b)""",
+    r"""|(?-i:sudo(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*S)\b|--stdin\b|--pass(?:word|phrase)-fd[ \t=]+0\b"""
+    # Round 12: the last echo of a subshell that types it twice (`(echo x; echo x) | smbpasswd -s -a user`), Samba's
+    # `-s` (silent: the password from stdin), chpasswd.
+    r"""|(?-i:smbpasswd(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*s)\b|\bchpasswd\b)""",
     re.M,
 )
-_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add", "sudo", "--stdin", "-fd")
+_PIPED_SIGNS = ("secret put", "secret set", "secrets set", "secret create", "password-stdin", "env add", "sudo", "--stdin", "-fd",
+                "smbpasswd", "chpasswd")
 # A database connection opened in code with the password as its third argument (Perl's `DBI->connect($dsn, $user,
 # '…')`, PHP's `new PDO($dsn, 'app', '…')`, `new mysqli('db', 'app', '…')`, `mysqli_connect(…)`), quoted, a quote
 # escaped inside (`'it\'s'`).
@@ -146,6 +154,104 @@ _CONNECT = re.compile(
     + r"""[ \t\r\n]*,[ \t\r\n]*){2}(?P<q>['"])(?P<secret>(?:(?!(?P=q))[^\\\n]|\\.){1,256})(?P=q)"""
 )
 _CONNECT_SIGNS = ("->connect", "pdo", "mysqli", "mysql_connect")
+
+
+# Class (round 12): a database client's login clause, whatever the client: `CONNECT TO db USER u USING pw` (DB2's CLP,
+# Informix, embedded SQL), `IDENTIFIED BY pw` (Oracle, MySQL), a Teradata logon (`.LOGON host/user,pw`), Oracle's
+# connect string (`sqlplus user/pw@db`, `CONNECT user/pw`, `expdp user/pw`; each word a sign of the gate). Quoted or not.
+_SQL_ARGUMENT = r"""(?:'[^'\n]{0,128}'|"[^"\n]{0,128}"|[^\s'";]{1,128})"""
+# A host variable (`:WS-DB-PASSWORD`, `@pw`) or a parameter (`?`, `%s`, `$1`) stands for the password, not in it.
+_SQL_SECRET = r"""[ \t]+(?P<q>['"]?)(?![:@][\w-]|\?(?!\S)|%s\b|\$\d)(?P<secret>(?(q)[^'"\n]{1,128}|[^\s'";]{1,128}))(?P=q)"""
+# (Each form below opens with a look-ahead at its first character: the engine passes over other positions at C speed.)
+_USING = re.compile(r"(?=[Uu])(?i:(?<![\w-])USER[ \t]+" + _SQL_ARGUMENT + r"[ \t]+USING)" + _SQL_SECRET)
+_IDENTIFIED_BY = re.compile(r"(?=[Ii])(?i:(?<![\w-])IDENTIFIED[ \t]+BY)(?![ \t]+(?i:VALUES|PASSWORD|EXTERNALLY|GLOBALLY)\b)" + _SQL_SECRET)
+_LOGON = re.compile(r"(?im)^[ \t]*\.LOGON[ \t]+(?:[^\s/,;]{1,128}/)?[^\s/,;]{1,64},(?P<secret>[^\s;]{1,128})")
+_CONNECT_STRING = re.compile(
+    r"(?=[SsCcRrEeIiDd])(?i:(?<![\w-])(?:sqlplus|conn(?:ect)?|rman[ \t]+target|expdp|impdp|dgmgrl))(?:[ \t]+-\w+)*[ \t]+"
+    r"[\w$#.]{1,64}/(?P<secret>[^\s/@'\"]{1,128})(?=@|[ \t]|$)", re.M
+)
+# Class (round 12): a login line's password flag `-w` after a user or bind DN flag (`vsql -U u -w …`, `ldapsearch -D
+# cn=… -w …`); psql's `-w` takes no value, so a bare value must hold three kinds of character (`-w mydb2` is a database).
+_USER_THEN_W = re.compile(
+    r"(?=-)(?:^|(?<=[ \t]))(?:-[UD]|--user(?:name)?)(?:[ \t]+|=)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-]\S*)[^\n]{0,200}?[ \t]-w(?:[ \t]+|=)"
+    r"(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|[^\s'\"$<{%-][^\s'\"]{5,127}))(?(q)(?P=q))",
+    re.M,
+)
+
+
+def _three_kinds(match: re.Match[str]) -> bool:
+    return match.group("q") is not None or sum(char_kinds(match.group("secret"), capital=True)) >= 3
+
+
+# Class (round 12): the password flag of a command whose verb signs in or ships with an account's credential
+# (`caprover deploy … -p '…'`, `ovsx publish … -p <token>`, `… register … -p …`): a port, a path or a word is none.
+_VERB_THEN_PASSWORD = re.compile(
+    r"(?=[+LlDdPpRrUuSs])(?i:(?<![\w-])\+?(?:log[io]n|deploy|publish|register|upload|sign-?in)(?![\w-]))[^\n|;&]{0,200}?[ \t]-[pP](?:[ \t]+|=)"
+    r"(?![\d:.,/]+(?:[\s'\"]|$))(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{6,128}|(?!%[\w.]+%)[^\s'\"$<{/~.-][^\s'\"]{5,127}))(?(q)(?P=q))",
+    re.M,
+)
+_VERB_SIGNS = ("deploy", "publish", "register", "upload", "signin", "sign-in")
+_LOGIN_CONFIRM = r"(?i:log[io]n)(?:[^\n]{0,200}?[ \t]-[pP](?:[ \t]|=)|[ \t]+\S+[ \t]+\S)"
+# Class (round 12): a login verb's two arguments, the user and then the password (steamcmd's `+login user pw`, a
+# console's `login user pw`), the password last on its line or before the next command or flag.
+_LOGIN_ARGUMENTS = re.compile(
+    r"(?=[+Ll])(?:^|(?<=[ \t])|(?<=[ \t]\+))\+?(?i:log[io]n)[ \t]+[^\s'\"+\-][^\s'\"]{0,63}[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"+\-][^\s'\"]{5,127})(?P=q)"
+    r"(?=[ \t]+[+\-]|[ \t]*$)",
+    re.M,
+)
+# Class (round 12): a password given to a command that hashes it (`openssl passwd -6 '…'`, `mkpasswd -m sha-512 …`,
+# `htpasswd -nb user …`, `htpasswd -b file user …`, `slappasswd -s …`, `doveadm pw -p …`, `caddy hash-password
+# --plaintext …`): the plaintext is the credential the hash is made of.
+_HASHED_ARGUMENT = re.compile(
+    r"(?=[ohsdmOHSDM])(?:\bopenssl[ \t]+passwd(?:[ \t]+-(?:salt[ \t]+\S+|[\w-]+))*|\bmkpasswd(?:[ \t]+-(?:[mSR][ \t]+\S+|-[\w-]+=\S+|[\w-]+))*"
+    r"|\bhtpasswd[ \t]+-[A-Za-z]*n[A-Za-z]*b[A-Za-z]*(?:[ \t]+-\w+)*[ \t]+\S+|\bhtpasswd[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-\w+(?:[ \t]+\d+)?)*[ \t]+\S+[ \t]+\S+"
+    r"|\bslappasswd(?:[ \t]+-[^s\s]\S*(?:[ \t]+\{[^}\s]+\})?)*[ \t]+-s|\bdoveadm[ \t]+pw(?:[ \t]+-[^p\s]\S*(?:[ \t]+\S+)?)*[ \t]+-p"
+    r"|\bhash-password[ \t]+--plaintext(?:[ \t]*=)?)"
+    r"[ \t]+(?P<q>['\"]?)(?P<secret>(?(q)[^'\"\n]{1,128}|[^\s'\"$<{|;&)-][^\s'\"|;&)]{0,127}))(?P=q)"
+)
+_HASHED_SIGNS = ("passwd ", "passwd\t", "mkpasswd", "htpasswd", "slappasswd", "doveadm", "hash-password")
+# Class (round 12): what a command prints when it reads a secret: the token alone on the line after a command line
+# that looks a secret up or prints a credential's file (`secret-tool lookup …`, `security find-generic-password -w`,
+# `cat /…/admin.password`, `op read op://…`, `bw get password …`); a prompt may follow the token on its line (`cat`
+# prints no line break at the end).
+_CREDENTIAL_FILE = r"(?i:\S*(?:pass(?:word)?|secret|token|pwd|apikey|api[_-]key))\b"  # not `passwd`: /etc/passwd holds none
+_READER = re.compile(
+    r"(?im)(?=[SsOoBbKkCcTtGgHh])(?<![\w-])(?P<command>(?:secret-tool[ \t]+lookup|security[ \t]+find-(?:generic|internet)-password|op[ \t]+read|bw[ \t]+get[ \t]+password"
+    r"|keyring[ \t]+get|(?:cat|type|Get-Content|head)[ \t]+" + _CREDENTIAL_FILE + r")[^\n]{0,200})\r?\n"
+    r"(?P<secret>[^\s]{6,128}?)(?:[$#%>][ \t]+)?\r?$"
+)
+_READER_SIGNS = (
+    *((sign, "") for sign in ("secret-tool", "find-generic-password", "find-internet-password", "op read", "bw get", "keyring get")),
+    *((sign, _CREDENTIAL_FILE) for sign in ("cat ", "cat\t", "type ", "get-content ", "head ")),
+)
+# Class (round 12): a password cracker's shown results (`john --show` prints `user:password:…`, `hashcat --show`
+# prints `hash:password`): each line until a blank one.
+CRACKED_SIGN = "--show"
+_CRACKED = re.compile(r"(?im)^[^\n]*\b(?P<tool>john|hashcat)\b[^\n]*--show\b[^\n]*\r?\n(?P<lines>(?:[^\n:]+:[^\n]+\r?\n?)+)")
+# Class (round 12): a webhook's URL holds its credential in the path after `hook(s)`/`webhook(s)` (Feishu's and
+# Lark's `/bot/v2/hook/<uuid>`, DingTalk, Teams' `webhookb2/…`, Discord's `webhooks/<id>/<token>`): that path, any form.
+_WEBHOOK = re.compile(
+    r"://[^\s/'\"<>]+/(?:[^\s/'\"<>?#]+/){0,6}?(?i:(?:web)?hooks?(?:b2)?)/(?P<secret>[A-Za-z0-9_\-@]{16,}(?:/[A-Za-z0-9_\-@]{8,}){0,4})"
+)
+
+
+def _credential_match(match: re.Match[str]) -> bool:
+    return credential_shaped(match.group("secret"))
+
+
+def _read_secret(match: re.Match[str]) -> bool:
+    """A token a reading command printed: shaped like a credential or a UUID, no path, file or address."""
+    value = match.group("secret")
+    return (
+        is_maskable(value)
+        and not FILE_NAME.fullmatch(value)
+        and "://" not in value
+        and (credential_shaped(value) or UUID_FORM.fullmatch(value) is not None)
+    )
+
+
+def _has_digit(match: re.Match[str]) -> bool:
+    return any(char.isdigit() for char in match.group("secret"))
 
 
 def _shared_form(sign: str, form: re.Pattern[str]) -> CredentialCommand:
@@ -200,6 +306,24 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     _form("--user", r"--user(?:name)?(?:[ \t]|=)", _USER_THEN_PASSWORD, _login_password),
     *(_shared_form(sign, _PIPED) for sign in _PIPED_SIGNS),
     *(_shared_form(sign, _CONNECT) for sign in _CONNECT_SIGNS),
+    # Round 12's command classes (see above each form).
+    _form("user", r"(?i:user)[ \t]+" + _SQL_ARGUMENT + r"[ \t]+(?i:using)[ \t]", _USING.pattern, needs="using"),
+    _form("identified", r"(?i:identified[ \t]+by)[ \t]", _IDENTIFIED_BY.pattern),
+    _form(".logon", r"\.(?i:logon)[ \t]", _LOGON.pattern),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", _CONNECT_STRING.pattern, _credential_match)
+      for sign in ("sqlplus", "connect", "conn ", "rman", "expdp", "impdp", "dgmgrl")),
+    _form(" -d", r" -D(?:[ \t]|=)", _USER_THEN_W.pattern, _three_kinds),
+    _form(" -u", r" -[uU](?:[ \t]|=)", _USER_THEN_W.pattern, _three_kinds),
+    _form("--user", r"--user(?:name)?(?:[ \t]|=)", _USER_THEN_W.pattern, _three_kinds),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[^\n]{0,200}?[ \t]-[pP](?:[ \t]|=)", _VERB_THEN_PASSWORD.pattern, _login_password)
+      for sign in _VERB_SIGNS),
+    # `login`/`logon` sign two forms: one test for both (a sign has one test in the gate).
+    *(_form(sign, _LOGIN_CONFIRM, form, accepts) for sign in ("login", "logon")
+      for form, accepts in ((_VERB_THEN_PASSWORD.pattern, _login_password), (_LOGIN_ARGUMENTS.pattern, _credential_match))),
+    *(_form(sign, r"(?i:" + re.escape(sign) + ")", _HASHED_ARGUMENT.pattern) for sign in _HASHED_SIGNS),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")" + confirm, _READER.pattern, _read_secret) for sign, confirm in _READER_SIGNS),
+    *(_form(sign, r"(?i:" + re.escape(sign) + ")", _WEBHOOK.pattern, _has_digit) for sign in ("hook/", "hooks/", "hookb2/")),
+    _tool("ssh-keygen", r"ssh-keygen", r"[ \t]-[PN][ \t]*" + _VALUE),
 )  # fmt: skip
 # What expect typed at a prompt that asks for a password, up to four lines later.
 EXPECT_SIGN = "send: sending"
@@ -211,7 +335,7 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
     lowered = text.lower()
     ran: set[re.Pattern[str]] = set()  # a form two signs share (`-u`, `--user`) is read once
     for command in COMMANDS:
-        if command.sign not in lowered or command.form in ran:
+        if command.sign not in lowered or command.form in ran or command.needs not in lowered:
             continue
         if command.form is not None:
             ran.add(command.form)
@@ -228,6 +352,18 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
                 for match in flag.finditer(text, word.end(), line_end):
                     yield match.span("secret")
             word = command.word.search(text, line_end)  # the next line that holds the word
+    if CRACKED_SIGN in lowered:
+        for shown in _CRACKED.finditer(text):
+            at = shown.start("lines")
+            for line in shown.group("lines").splitlines(keepends=True):
+                fields = line.rstrip("\r\n").split(":")
+                # john: `user:password:uid:…`; hashcat: `hash:password`.
+                k = 1 if shown.group("tool").lower() == "john" else len(fields) - 1
+                value = fields[k] if len(fields) > k else ""
+                if credential_shaped(value) and is_maskable(value):
+                    begin = at + len(":".join(fields[:k])) + 1
+                    yield begin, begin + len(value)
+                at += len(line)
     if EXPECT_SIGN in text:
         for send in _EXPECT_SEND.finditer(text):
             above = send.start()
@@ -399,8 +535,12 @@ def _announces(name: str) -> bool:
 # belongs to another label: `।`, `。`, or a full stop, `!` or `?` then a space and no lower-case word (an abbreviation
 # goes on: `prie e. bibliotekos:`) ends the reach.
 _ANNOUNCED = re.compile(r"(?:[^\n:=<>|.!?।。]|[.!?](?=\S|[ \t]+[a-zß-ÿа-я])){1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
-# Class: markup between an announced label's colon and its value (`… ah: <b>Lantern2013?</b>`, `…: <code>x</code>`).
-_OPENING_TAGS = re.compile(r"(?:<[A-Za-z][\w:-]{0,20}(?:[ \t][^<>\n]{0,80})?>[ \t]*){1,4}")
+# Class: markup between an announced label's colon and its value (`… ah: <b>Lantern2013?</b>`, `…: <code>x</code>`),
+# a forum's BBCode too (`… ke [code]x[/code]`, `[b]`, `[color=red]`), also after `is` (round 12).
+_OPENING_TAGS = re.compile(
+    r"(?:(?:<[A-Za-z][\w:-]{0,20}(?:[ \t][^<>\n]{0,80})?>|\[(?i:b|i|u|s|code|icode|c|tt|pre|quote|spoiler|color|size|font|mono|noparse)"
+    r"(?:=[^\]\n]{0,40})?\])[ \t]*){1,4}"
+)
 
 
 _NEXT_LINE = re.compile(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*")
@@ -534,6 +674,9 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
     if join is None:
         return None
     kind, at = join.lastgroup, join.end()
+    if kind in ("is", "qual") and at < len(text) and text[at] in "<[":
+        tags = _OPENING_TAGS.match(text, at)  # markup after `is` (`… ndi <code>x</code>`, `… ke [code]x[/code]`)
+        at = tags.end() if tags is not None else at
     if at >= len(text):
         return None
     if kind == "tag":
@@ -704,8 +847,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         checked = end
         name = text[start:end].strip(".-_")
-        if normalise_key(name).endswith(_SOURCE_SUFFIXES):
-            continue  # where the credential comes from (`--password-stdin`, `password_file`), not the credential
+        if normalise_key(name).endswith(_SOURCE_SUFFIXES) or names_a_hash(name):
+            continue  # where the credential comes from (`--password-stdin`, `password_file`), or its hash, not the credential
         announcing = not is_sensitive(name, sensitive)
         if announcing and _glued(name, sensitive):
             glued = _glued_value(text, end)
@@ -976,3 +1119,47 @@ def _decoded_escapes(run: re.Match[str]) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return run.group()
+
+
+# Class (round 12): characters a format writes as escapes, read again as the characters: RTF's `\uN?` (every character
+# beyond its code page: a label in Ge'ez or Cyrillic is `\u4675?\u4616?…` until decoded), HTML's quotes (`&#x27;`,
+# `&quot;`: `{&#x27;PASSWORD&#x27;: &#x27;…&#x27;}` on a debug page is a Python dict).
+_RTF_ESCAPE = re.compile(r"\\{1,2}u(-?\d{1,5})\?")  # (the backslash doubled inside a JSON string)
+_QUOTE_ENTITY = re.compile(r"&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
+
+
+def unescaped(text: str) -> str | None:
+    """The text with RTF's unicode escapes and HTML's quote entities read as characters, or None when it holds
+    neither."""
+    read = text
+    if "\\u" in text:
+        read = _RTF_ESCAPE.sub(_rtf_character, read)
+    if "&" in text:
+        read = _QUOTE_ENTITY.sub(_quote_character, read)
+    return read if read != text else None
+
+
+def _rtf_character(match: re.Match[str]) -> str:
+    code = int(match.group(1))
+    code = code + 65536 if code < 0 else code
+    return chr(code) if 0 < code < 0xD800 or 0xE000 <= code < 0x110000 else match.group()
+
+
+def _quote_character(match: re.Match[str]) -> str:
+    entity = match.group()
+    return '"' if entity in ("&quot;",) or entity.lstrip("&#xX0").rstrip(";") in ("22", "34") else "'"
+
+
+# Class (round 12): a `user:password` pair under a credential name (`--credentials solr:…`, `--auth-cred "qa:…"`,
+# `userpass: ops:…`): the password is also learnt alone, where a tool prints it without the user.
+_ALGORITHM = re.compile(r"(?i)sha\d*|sha3-\d+|md5|blake2\w*|h1|crc32c?|xxh\d*")
+_USER_PAIR = re.compile(r"[A-Za-z][\w.@+\-]{0,63}:(?P<password>[^\s:/]{6,128})")
+
+
+def pair_password(value: str) -> str | None:
+    """The password of a `user:password` value, when it is shaped like a credential (not `host:port`, `image:tag`)."""
+    pair = _USER_PAIR.fullmatch(value)
+    if pair is None or _ALGORITHM.fullmatch(value, 0, pair.start("password") - 1):
+        return None  # `sha256:…` names a digest's algorithm, not a user
+    password = pair.group("password")
+    return password if credential_shaped(password) else None

@@ -26,14 +26,17 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 from state.detector_switch import fail_closed_enabled
-from state.failclosed import may_fail_closed
+from state.failclosed import harmless_value, may_fail_closed
 from state.freetext import (
     COMMANDS,
+    CRACKED_SIGN,
     EXPECT_SIGN,
     WIFI_SIGNS,
     credential_shaped,
     may_hold_login,
+    pair_password,
     random_token_near,
+    unescaped,
     unmojibaked,
     value_spans,
 )
@@ -52,6 +55,7 @@ from state.sensitive import (  # noqa: F401 - the vocabulary, re-exported for th
     name_hits,
     name_needles,
     names_a_credential,
+    names_a_hash,
     needle_matcher,
     normalise_key,
     sensitive_set,
@@ -98,6 +102,7 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     # The credential-taking commands and protocol lines state.freetext reads (its one table).
     **{command.sign: command.confirm for command in COMMANDS},
     EXPECT_SIGN: None,
+    CRACKED_SIGN: re.compile(r"--show\b"),
     **WIFI_SIGNS,
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
@@ -272,12 +277,14 @@ def _value_span(text: str, match: re.Match[str]) -> tuple[int, int] | None:
     return (pos, end) if end > pos else None
 
 
-def _key_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) -> Iterator[tuple[int, int]]:
     # Every key is looked at, also inside the value of a harmless one ({'notes': {'password': ...}}), so nothing
-    # nested is skipped; only a masked value's own inside is passed over.
+    # nested is skipped; only a masked value's own inside is passed over. Learning, a password's hash is passed over.
     masked_to = 0
     for match in _KEY.finditer(text):
         if match.start() < masked_to or not is_sensitive(match.group("name"), sensitive):
+            continue
+        if learning and names_a_hash(match.group("name")):
             continue
         span = _value_span(text, match)
         if span is not None:
@@ -536,6 +543,12 @@ def _rereadings(text: str, sensitive: frozenset[str]) -> Iterator[tuple[str, fro
     repaired = unmojibaked(text)  # a label in another script written as UTF-8 read as Latin-1: read again as UTF-8
     if repaired is not None:
         yield repaired, sensitive
+    decoded = unescaped(text)  # RTF's `\uN?` escapes, HTML's quote entities: read as the characters they stand for
+    if decoded is not None:
+        yield decoded, sensitive
+        folded = unmarked(decoded)
+        if folded is not None:
+            yield folded, unmarked_names(sensitive)
     folded = unmarked(text)  # a credential word with marks the names do not carry (`ọ̀rọ̀ aṣínà`, a ZWNJ inside a word)
     if folded is not None:
         yield folded, unmarked_names(sensitive)
@@ -560,12 +573,21 @@ def _read_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
     if not may_hold_announced(text, sensitive):
         return
     if name_hits(text, sensitive, announcing=False):
-        for start, end in _key_spans(text, sensitive):
-            yield from _span_values(text[start:end], sensitive)
-    for start, end in value_spans(text, sensitive):
-        yield text[start:end]
+        for start, end in _key_spans(text, sensitive, learning=True):
+            yield from _with_pair_password(_span_values(text[start:end], sensitive))
+    yield from _with_pair_password(text[start:end] for start, end in value_spans(text, sensitive))
     for start, end in _pattern_spans(text):
         yield text[start:end].strip()
+
+
+def _with_pair_password(values: Iterable[str]) -> Iterator[str]:
+    """Each value, and the password of a `user:password` pair among them (`--credentials solr:…` is learnt whole and
+    the tool prints the password alone later)."""
+    for value in values:
+        yield value
+        password = pair_password(value)
+        if password is not None and not harmless_value(value):  # not ciphertext under its mark (`encrypted:…`)
+            yield password
 
 
 def secrets_in(value: Any, sensitive: frozenset[str], *, parse_text: bool = True) -> set[str]:
@@ -582,8 +604,10 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
     elif isinstance(value, dict):
         paired = names_its_value(value, sensitive)
         for key, item in value.items():
+            if is_sensitive(str(key), sensitive) and names_a_hash(str(key)):
+                continue  # a password's hash, masked by key, never learnt
             if is_sensitive(str(key), sensitive) or (paired and normalise_key(str(key)) in _VALUE_FIELDS):
-                found.update(leaf.strip() for leaf in _held_values(item, sensitive))
+                found.update(_with_pair_password(leaf.strip() for leaf in _held_values(item, sensitive)))
                 if parse_text:
                     for leaf in _leaves(item):
                         found.update(_text_secrets(leaf, sensitive))

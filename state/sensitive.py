@@ -2,7 +2,7 @@
 
 A key is sensitive when one of its words is or ends in a sensitive name (`openai_api_key`, `PGPASSWORD`,
 `dbPassword` yes; `max_tokens`, `tokenizer` no). The short or common nouns in `LAST_WORD_NAMES` (`pass`, `pw`,
-`auth`, `session`, `cookie`, `otp`, `totp`, `pin`, `bearer`, `dsn`, `psk`, `salt`) count only as the key's whole last word: `db_pass`,
+`auth`, `session`, `cookie`, `otp`, `totp`, `pin`, `bearer`, `dsn`, `psk`, `salt`, `cred`, `creds`) count only as the key's whole last word: `db_pass`,
 `X-Auth`, `user_session` are sensitive, `bypass`, `passed`, `author`, `session_count`, `cookie_policy` are not.
 """
 
@@ -75,7 +75,9 @@ MIN_SECRET_LENGTH = 6
 # Longer values are masked by key where they stand, not looked for elsewhere (a whole document is not a secret).
 MAX_SECRET_LENGTH = 4096
 # Names that are sensitive only as a key's whole last word (as a part of other words they mean something else).
-LAST_WORD_NAMES = frozenset({"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "totp", "pin", "bearer", "dsn", "psk", "salt"})
+LAST_WORD_NAMES = frozenset(
+    {"pass", "pw", "auth", "session", "sessionid", "cookie", "otp", "totp", "pin", "bearer", "dsn", "psk", "salt", "cred", "creds"}
+)
 # Names that announce a value without making a key sensitive (`DEPLOY_KEY: …`, "the key for staging: …"): what
 # they name is a credential only when it looks random (`state.freetext.looks_random`); a cache key, a primary key
 # or `key: user.name` is not.
@@ -120,14 +122,28 @@ def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
     return matcher.search(f"_{normalise_key(key[prefixed.end() :] if prefixed else key)}_") is not None
 
 
+# Class (round 12): a key that names a password's hash (`password_hash`, `Password_PBKDF2`, `pwdSha256`, `hashed_password`)
+# holds the hash, not the password: masked where it stands, never learnt as a secret.
+_HASH_OF_PASSWORD = re.compile(
+    r"(?:^|[^a-z0-9])(?:(?:password|passwd|pass|pw|pwd|passphrase)_(?:hash|hashed|digest|pbkdf2\w*|bcrypt|scrypt|argon2\w*|sha\d*|md5|crypt)"
+    r"|hashed_(?:password|passwd|pass|pw|pwd|passphrase))$"
+)
+
+
+def names_a_hash(key: str) -> bool:
+    """Whether a key names the hash of a password (see _HASH_OF_PASSWORD)."""
+    return _HASH_OF_PASSWORD.search(normalise_key(key)) is not None
+
+
 _DOMAIN_PREFIX = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+/(?=[^/]+$)")
 
 
 # Class: a credential word written with marks its writer may add or leave out — tone and accent marks on Latin letters
 # (Yoruba `ọ̀rọ̀ aṣínà`, Kurmanji `şîfre`), Hebrew points (Yiddish `פּאַראָל`), a zero-width joiner or non-joiner inside
-# an Indic word (Kannada `ಪಾಸ್‌ವರ್ಡ್`), a soft hyphen. The text is read once more without them, against the names
-# without them (`unmarked`, `unmarked_names`).
-_MARKED = re.compile("[\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f\u0591-\u05c7\u00ad\u200b-\u200d\u2060\ufeff]")
+# an Indic word (Kannada `ಪಾಸ್‌ವರ್ಡ್`), a soft hyphen, a glottal stop written as a modifier letter (Hawaiian's ʻokina,
+# `ʻŌlelo huna`, often left out). The text is read once more without them, against the names without them
+# (`unmarked`, `unmarked_names`).
+_MARKED = re.compile("[\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f\u0591-\u05c7\u00ad\u200b-\u200d\u2060\ufeff\u02bb\u02bc]")
 
 
 def _unmark(match: re.Match[str]) -> str:

@@ -14,8 +14,8 @@ written in round 9 after HOLDOUT7 was spent, by an author who read no detector f
 round's classes) and `holdout9` (a ninth, written in round 10 by an author who read no detector file; read in
 round 10 to find that round's second classes) and `holdout10` (a tenth, written in round 10 after HOLDOUT9 was
 spent, by an author who read no detector file; read in round 11 to find that round's classes) and `holdout11` (an
-eleventh, written in round 11 by an author who read no detector file; kept blind: its figures are printed, its
-misses never listed).
+eleventh, written in round 11 by an author who read no detector file; kept blind in round 11, read in round 12 to
+find that round's classes).
 """
 
 from __future__ import annotations
