@@ -185,7 +185,7 @@ def drain_pending() -> int:
 
 def _apply(batch: AcceptedBatch) -> dict[str, Any]:
     """The batch through the one ingest path, as a synchronous push of it would go; ApiError as that push's refusal."""
-    from experiments.api import append_batch  # the API module imports this one
+    from experiments.api import append_batch  # the router module (and ninja) only once a batch is applied
 
     value = parse_json_body(zlib.decompress(batch.body))
     events = value.get("events") if type(value) is dict else None
