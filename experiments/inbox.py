@@ -22,6 +22,7 @@ anywhere: the ledger, the projections and every way out see a batch only once it
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import zlib
 from datetime import timedelta
@@ -202,6 +203,18 @@ def forget_old_receipts() -> int:
     return deleted
 
 
+DRAINER_NICE = 10
+
+
+def _yield_to_requests() -> None:
+    """Run this thread at a lower CPU priority: on a busy machine the requests (accepts, pages, sockets) go first
+    and the drainer takes the time they leave, as a background job should. Linux sets it per thread."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), DRAINER_NICE)
+    except (AttributeError, OSError):
+        pass  # another system, or not allowed: the drainer runs at the process's priority
+
+
 class Drainer:
     """Drain the inbox until `stop` is set: at once when an accept notifies, and every `poll` seconds anyway.
 
@@ -211,6 +224,7 @@ class Drainer:
         self.poll = poll
 
     def run(self, stop: threading.Event) -> None:
+        _yield_to_requests()
         listener: psycopg.Connection[Any] | None = None
         swept = 0.0
         while not stop.is_set():
