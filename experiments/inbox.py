@@ -62,6 +62,11 @@ def prefers_async(request: HttpRequest) -> bool:
     return any(part.split(";")[0].strip().lower() == "respond-async" for part in header.split(","))
 
 
+def accept_if_preferred(request: HttpRequest) -> HttpResponse | None:
+    """The ingest view's first answer (experiments.push.view): an accept, for a request that prefers one."""
+    return accept(request) if prefers_async(request) else None
+
+
 def accept(request: HttpRequest) -> HttpResponse | None:
     """202 and a receipt for a batch that asks for it and may have it; None hands the request on, untouched, to
     the one-statement push and the general path (which answer it as they always have: 200, or the refusal)."""

@@ -64,17 +64,17 @@ _lock = threading.Lock()
 MAX_TOKENS = 1000
 
 
-def view(general: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
-    """The view of POST /api/v1/ingest: the one-statement push when it applies, else `general` (ninja's view)."""
+def view(
+    general: Callable[[HttpRequest], HttpResponse], *, first: Callable[[HttpRequest], HttpResponse | None] | None = None
+) -> Callable[[HttpRequest], HttpResponse]:
+    """The view of POST /api/v1/ingest: `first`'s answer when it gives one (the inbox's accept), else the
+    one-statement push when it applies, else `general` (ninja's view)."""
 
     @csrf_exempt  # as ninja's own views: a bearer token needs no CSRF token; the general path checks a session's
     def ingest(request: HttpRequest) -> HttpResponse:
-        from experiments.inbox import accept, prefers_async  # it reads this module's token cache
-
         if request.method == "POST":
             try:
-                answer = accept(request) if prefers_async(request) else None
-                answer = answer or one_statement_push(request)
+                answer = (first(request) if first is not None else None) or one_statement_push(request)
             except ApiError as refused:
                 from awp_site.api import on_api_error
 
