@@ -144,6 +144,18 @@ def data_dir() -> Path:
     return Path(os.environ.get("AWP_DATA_DIR", default)).resolve()
 
 
+def dedicated_params() -> dict[str, Any]:
+    """psycopg.connect() arguments for a connection of its own to Django's database (no pool, no Django cursor
+    class): for what must hold a session — advisory locks, LISTEN — apart from the pooled request connections."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    return params
+
+
 @contextmanager
 def prepared_cursor() -> Iterator[Any]:
     """A cursor on Django's connection whose statements are prepared on the server: parsed and planned once per

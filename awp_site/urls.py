@@ -9,7 +9,7 @@ from experiments import inbox, push
 api_urls = api.urls
 # A batch that prefers it is accepted (experiments.inbox), a one-event push is answered by one statement
 # (experiments.push); every other request goes on to ninja's view.
-ingest = push.view(next(pattern.callback for pattern in api_urls[0] if str(pattern.pattern) == "ingest"), first=inbox.accept_if_preferred)
+ingest = push.view(next(pattern.callback for pattern in api_urls[0] if str(pattern.pattern) == "ingest"), first=inbox.accept)
 
 handler404 = "awp_site.views.page_not_found"
 handler500 = "awp_site.views.server_error"

@@ -145,25 +145,16 @@ def settled_after(ids: list[int], started: float, timeout: float = 600) -> float
 @contextmanager
 def drainer(database_url: str) -> Iterator[None]:
     """`manage.py awp_drain` beside daphne, until it holds the drainer lock (accepts are applied, not refused)."""
-    from django.db import connection
-
-    from experiments.inbox import DRAINER_LOCK
+    from experiments.inbox import drainer_alive
 
     command = [sys.executable, "manage.py", "awp_drain", "--poll", "0.5", "-v", "0"]
     proc = subprocess.Popen(command, cwd=ROOT, env=child_env(database_url))
     try:
         deadline = time.monotonic() + 60
-        with connection.cursor() as cursor:
-            while True:
-                cursor.execute(
-                    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND objid = %s AND objsubid = 2)",
-                    list(DRAINER_LOCK),
-                )
-                if cursor.fetchone()[0]:
-                    break
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the drainer did not start")
-                time.sleep(0.1)
+        while not drainer_alive():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the drainer did not start")
+            time.sleep(0.1)
         yield
     finally:
         proc.terminate()

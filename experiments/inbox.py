@@ -3,7 +3,7 @@
 A client that sends `Prefer: respond-async` with a token asks for the batch to be *accepted* rather than
 appended before the answer. Accepting is what an agent waits for, and it costs what the request must cost
 anyway: the body's reading (the same refusals, at the edge: not JSON, too deep, NUL, NaN → 400/422, without
-building the value: awp_site.jsonbody.quick_batch), the batch limit and the kinds, then one statement that
+building the value: experiments.pushed.quick_batch), the batch limit and the kinds, then one statement that
 stores the body as received (zlib level 1: ~8 ms for 4.4 MB, a write of a tenth of it) and wakes a drainer. The answer is
 `202` with a receipt, durable at commit (synchronous_commit as configured). Without a drainer alive, or with a
 session instead of a token, the preference is not applied and the batch is appended at once (200 with seqs).
@@ -37,13 +37,19 @@ from django.utils import timezone
 from psycopg.types.numeric import Int8
 
 from awp_site.apierrors import ApiError
-from awp_site.auth import CountedRates, check_address_rate, hit_token_rate
-from awp_site.db import prepared_cursor
-from awp_site.jsonbody import parse_json_body, quick_batch
+from awp_site.db import dedicated_params, prepared_cursor
+from awp_site.jsonbody import parse_json_body
 from awp_site.middleware import TRIM_AFTER_BYTES, release_freed_memory
-from experiments.models import AcceptedBatch, hash_secret
-from experiments.push import forget_token, known_token
-from experiments.pushed import kind_allowed
+from experiments.models import AcceptedBatch
+from experiments.push import (
+    TOKEN_ROW,
+    bearer_secret,
+    forget_token,
+    ingest_token,
+    token_row_params,
+    token_use_allowed,
+)
+from experiments.pushed import quick_batch
 from state.secrets import STAMP_SQL
 from state.services_redaction import mark_in_scope
 
@@ -62,36 +68,25 @@ def prefers_async(request: HttpRequest) -> bool:
     return any(part.split(";")[0].strip().lower() == "respond-async" for part in header.split(","))
 
 
-def accept_if_preferred(request: HttpRequest) -> HttpResponse | None:
-    """The ingest view's first answer (experiments.push.view): an accept, for a request that prefers one."""
-    return accept(request) if prefers_async(request) else None
-
-
 def accept(request: HttpRequest) -> HttpResponse | None:
-    """202 and a receipt for a batch that asks for it and may have it; None hands the request on, untouched, to
-    the one-statement push and the general path (which answer it as they always have: 200, or the refusal)."""
-    scheme, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    if scheme.lower() != "bearer" or not secret:
+    """The ingest view's first answer (experiments.push.view): 202 and a receipt for a batch that asks for it and
+    may have it; None hands the request on, untouched, to the one-statement push and the general path (which
+    answer it as they always have: 200, or the refusal)."""
+    secret = bearer_secret(request) if prefers_async(request) else None
+    if secret is None:
         return None
     body = request.body
-    checked = quick_batch(body, max_events=settings.AWP_INGEST_MAX_BATCH, kind_allowed=kind_allowed)
+    checked = quick_batch(body, max_events=settings.AWP_INGEST_MAX_BATCH)
     if checked is None:
         return None
     run_id, slug, count = checked
-    # From here the attempt counts against the address and the token, once (the general path is told).
-    check_address_rate(request.META.get("REMOTE_ADDR", "?"))
-    request.awp_counted_rates = CountedRates()  # type: ignore[attr-defined]
-    hashed = hash_secret(secret)
-    token = known_token(hashed)
-    if token is None or "ingest" not in token.scopes or (slug and slug != token.experiment.slug):
+    named = ingest_token(request, secret, slug)
+    if named is None or not token_use_allowed(request, named[0]):
         return None
-    wait = hit_token_rate(token.id)
-    request.awp_counted_rates = CountedRates(token_id=token.id, token_wait=wait)  # type: ignore[attr-defined]
-    if wait is not None:
-        return None
+    token, hashed = named
     experiment_id = Int8(token.experiment.pk)
     params = [
-        Int8(token.id), hashed, experiment_id, token.experiment.slug, token.protocol_md5, *DRAINER_LOCK,
+        *token_row_params(token, hashed), *DRAINER_LOCK,
         experiment_id, Int8(token.id), run_id, zlib.compress(body, 1), count, len(body), timezone.now(), len(body), settings.AWP_INGEST_INBOX_BYTES,
         experiment_id,
     ]  # fmt: skip
@@ -116,18 +111,25 @@ def accept(request: HttpRequest) -> HttpResponse | None:
     return response
 
 
+# A drainer's shared lock, held (its two keys are the parameters).
+_DRAINER_LOCK_HELD = (
+    "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid AND objid = %s::oid AND objsubid = 2 AND granted"
+)
+
+
+def drainer_alive() -> bool:
+    """Whether a drainer holds its lock now (what an accept checks in its statement)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT EXISTS ({_DRAINER_LOCK_HELD})", list(DRAINER_LOCK))
+        return bool(cursor.fetchone()[0])
+
+
 # One statement in the request's autocommit: the token as the process saw it (hash, not revoked, scope ingest,
 # experiment unchanged), a drainer alive, room in the inbox; then store the body, wake a drainer, and read the
 # known-secret stamp for the response net.
 _ACCEPT = f"""
-    WITH tok AS (
-        SELECT t.id FROM experiments_apitoken t JOIN experiments_experiment e ON e.id = t.experiment_id
-        WHERE t.id = %s AND t.hashed_secret = %s AND t.revoked_at IS NULL AND 'ingest' = ANY(t.scopes)
-          AND e.id = %s AND e.slug = %s AND md5(e.protocol::text) = %s
-    ),
-    drainer AS (
-        SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid AND objid = %s::oid AND objsubid = 2 AND granted LIMIT 1
-    ),
+    WITH {TOKEN_ROW},
+    drainer AS ({_DRAINER_LOCK_HELD} LIMIT 1),
     ins AS (
         INSERT INTO experiments_acceptedbatch (experiment_id, token_id, run_id, body, events, bytes, state, accepted_at)
         SELECT %s::bigint, %s::bigint, %s::varchar, %s::bytea, %s::integer, %s::integer, 'pending', %s::timestamptz
@@ -256,11 +258,7 @@ class Drainer:
         connection.close()  # this thread's own
 
     def _listen(self) -> psycopg.Connection[Any]:
-        connection.ensure_connection()
-        params = connection.get_connection_params()
-        params.pop("cursor_factory", None)
-        params.pop("context", None)
-        listener = psycopg.connect(**params, autocommit=True)
+        listener = psycopg.connect(**dedicated_params(), autocommit=True)
         listener.execute("SELECT pg_advisory_lock_shared(%s, %s)", DRAINER_LOCK)
         listener.execute(f"LISTEN {CHANNEL}")
         return listener

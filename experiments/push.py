@@ -41,11 +41,10 @@ from awp_site.live import run_advanced_expression
 from experiments.ingest import LEDGER_COLUMNS, _existing_seqs
 from experiments.models import Experiment, from_row, hash_secret
 from experiments.projections import needs_projection
-from experiments.pushed import validate_item
+from experiments.pushed import BATCH_FIELDS, batch_head_ok, validate_item
 from state.secrets import STAMP_SQL
 from state.services_redaction import mark_in_scope
 
-BODY_FIELDS = frozenset({"run_id", "events", "experiment"})
 TOKEN_USE_EVERY_SECONDS = 30  # as awp_site.auth.BearerToken: last_used_at is written at most this often
 
 
@@ -92,26 +91,21 @@ def view(
 
 def one_statement_push(request: HttpRequest) -> HttpResponse | None:
     """The answer to a push this path takes; None hands the request to the general path."""
-    scheme, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    if scheme.lower() != "bearer" or not secret:
+    secret = bearer_secret(request)
+    if secret is None:
         return None
     event, run_id, slug = _one_event(request)
     if event is None:
         return None
-    # From here the attempt counts against the address (once: the general path is told).
-    check_address_rate(request.META.get("REMOTE_ADDR", "?"))
-    request.awp_counted_rates = CountedRates()  # type: ignore[attr-defined]
-    hashed = hash_secret(secret)
-    token = known_token(hashed)
-    if token is None or "ingest" not in token.scopes or (slug and slug != token.experiment.slug):
+    named = ingest_token(request, secret, slug)
+    if named is None:
         return None
+    token, hashed = named
     experiment = token.experiment
     notify = run_advanced_expression(run_sql="r.id", seq_sql="ins.seq", experiment_sql="r.experiment_id")
     if notify is None or needs_projection(event, experiment):
         return None
-    wait = hit_token_rate(token.id)
-    request.awp_counted_rates = CountedRates(token_id=token.id, token_wait=wait)  # type: ignore[attr-defined]
-    if wait is not None:
+    if not token_use_allowed(request, token):
         return None  # the general path says 429, or 401 if the token was revoked meanwhile
     row = _write(token, hashed, run_id, event, notify)
     valid, run_pk, head, known, seq, stamp = row
@@ -141,15 +135,51 @@ def _one_event(request: HttpRequest) -> tuple[Any, str, str | None]:
         value = request_json(request)
     except ApiError:
         return nothing
-    if type(value) is not dict or not value.keys() <= BODY_FIELDS:
+    if type(value) is not dict or not value.keys() <= BATCH_FIELDS:
         return nothing
     run_id, events, slug = value.get("run_id"), value.get("events"), value.get("experiment")
-    if type(run_id) is not str or not 1 <= len(run_id) <= 200 or type(events) is not list or len(events) != 1:
-        return nothing
-    if (slug is not None and type(slug) is not str) or settings.AWP_INGEST_MAX_BATCH < 1:
+    if not batch_head_ok(run_id, slug) or type(events) is not list or len(events) != 1 or settings.AWP_INGEST_MAX_BATCH < 1:
         return nothing
     event, error = validate_item(0, events[0])
     return (event, run_id, slug) if error is None else nothing
+
+
+def bearer_secret(request: HttpRequest) -> str | None:
+    """The secret of an `Authorization: Bearer …` header, or None."""
+    scheme, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    return secret if scheme.lower() == "bearer" and secret else None
+
+
+def ingest_token(request: HttpRequest, secret: str, slug: str | None) -> tuple[KnownToken, str] | None:
+    """(the token, its hash) when it may push to the experiment `slug` names (or its own), as this process saw it;
+    None hands the request on. From here the attempt counts against the address, once: the general path is told."""
+    check_address_rate(request.META.get("REMOTE_ADDR", "?"))
+    request.awp_counted_rates = CountedRates()  # type: ignore[attr-defined]
+    hashed = hash_secret(secret)
+    token = known_token(hashed)
+    if token is None or "ingest" not in token.scopes or (slug and slug != token.experiment.slug):
+        return None
+    return token, hashed
+
+
+def token_use_allowed(request: HttpRequest, token: KnownToken) -> bool:
+    """Count one use of the token (the general path is told); False when it is over its rate."""
+    wait = hit_token_rate(token.id)
+    request.awp_counted_rates = CountedRates(token_id=token.id, token_wait=wait)  # type: ignore[attr-defined]
+    return wait is None
+
+
+# The token's row as the process saw it (hash, not revoked, scope ingest, its experiment unchanged): the first
+# CTE of a statement that writes for a known token; its parameters are token_row_params().
+TOKEN_ROW = """tok AS (
+            SELECT t.id FROM experiments_apitoken t JOIN experiments_experiment e ON e.id = t.experiment_id
+            WHERE t.id = %s AND t.hashed_secret = %s AND t.revoked_at IS NULL AND 'ingest' = ANY(t.scopes)
+              AND e.id = %s AND e.slug = %s AND md5(e.protocol::text) = %s
+        )"""
+
+
+def token_row_params(token: KnownToken, hashed: str) -> list[Any]:
+    return [Int8(token.id), hashed, Int8(token.experiment.pk), token.experiment.slug, token.protocol_md5]
 
 
 def known_token(hashed: str) -> KnownToken | None:
@@ -194,7 +224,7 @@ def _write(
     notify_sql, notify_params = notify
     experiment_id = Int8(token.experiment.pk)
     params = [
-        Int8(token.id), hashed, experiment_id, token.experiment.slug, token.protocol_md5,
+        *token_row_params(token, hashed),
         now, now - timedelta(seconds=TOKEN_USE_EVERY_SECONDS),
         experiment_id, run_id, event.dedupe_key,
         event.kind, event.agent_id, event.iteration, event.depth, event.occurred_at, now, event.payload_bytes.decode(), event.dedupe_key, event.ts_source,
@@ -213,11 +243,7 @@ def _statement(notify_sql: str) -> str:
     Every parameter in a select list carries its type: a prepared statement gets no type from a literal's context.
     """
     return f"""
-        WITH tok AS (
-            SELECT t.id FROM experiments_apitoken t JOIN experiments_experiment e ON e.id = t.experiment_id
-            WHERE t.id = %s AND t.hashed_secret = %s AND t.revoked_at IS NULL AND 'ingest' = ANY(t.scopes)
-              AND e.id = %s AND e.slug = %s AND md5(e.protocol::text) = %s
-        ),
+        WITH {TOKEN_ROW},
         used AS (
             UPDATE experiments_apitoken SET last_used_at = %s WHERE id IN (
                 SELECT id FROM experiments_apitoken WHERE id = (SELECT id FROM tok) AND (last_used_at IS NULL OR last_used_at < %s)

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import simdjson
+
+from awp_site.jsonbody import read_unbuilt
 from experiments.awp.digests import check_digest
 from experiments.awp.events import EventSpec, parse_time
 from experiments.jsonb import PayloadNotStorable, payload_json
@@ -100,6 +103,37 @@ def validate_item(index: int, item: Any) -> tuple[EventSpec | None, ItemError | 
         return fail("invalid_payload", str(exc))
     spec = EventSpec(kind=kind, dedupe_key=dedupe[:300], payload=payload, agent_id=agent, iteration=iteration, depth=depth, occurred_at=occurred, payload_bytes=data, ts_source="record" if occurred else "received")
     return spec, None
+
+
+BATCH_FIELDS = frozenset({"run_id", "events", "experiment"})  # a push body's fields (experiments.api.IngestIn)
+
+
+def batch_head_ok(run_id: Any, slug: Any) -> bool:
+    """Whether a push body's run id and experiment slug are what IngestIn takes."""
+    return type(run_id) is str and 1 <= len(run_id) <= 200 and (slug is None or type(slug) is str)
+
+
+def quick_batch(body: bytes, *, max_events: int) -> tuple[str, str | None, int] | None:
+    """(run_id, experiment slug or None, number of events) of a push body that passes every refusal of the full
+    reader and holds 1..max_events objects with known kinds, read without building it
+    (awp_site.jsonbody.read_unbuilt); None when it needs the full reading and validation."""
+    return read_unbuilt(body, lambda document: _batch_head(document, max_events))
+
+
+def _batch_head(document: Any, max_events: int) -> tuple[str, str | None, int] | None:
+    if not isinstance(document, simdjson.Object):
+        return None
+    keys = list(document.keys())  # a repeated key: orjson would read the last, simdjson the first
+    if len(keys) != len(set(keys)) or not BATCH_FIELDS.issuperset(keys):
+        return None
+    run_id, events, slug = document.get("run_id"), document.get("events"), document.get("experiment")
+    if not batch_head_ok(run_id, slug) or not isinstance(events, simdjson.Array) or not 1 <= len(events) <= max_events:
+        return None
+    for item in events:
+        kind = item.get("kind") if isinstance(item, simdjson.Object) else None
+        if type(kind) is not str or not kind_allowed(kind):
+            return None
+    return run_id, slug, len(events)
 
 
 def validate_batch(items: list[Any]) -> tuple[list[EventSpec], list[ItemError]]:

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 
+from awp_site.db import dedicated_params
 from experiments.folder_changes import FolderChanges, mode_for
 from experiments.importer import FolderImporter
 
@@ -28,12 +29,8 @@ class FolderLocks:
     """Session-level advisory locks held on one dedicated connection: if this process dies, Postgres frees them."""
 
     def __init__(self) -> None:
-        connection.ensure_connection()
-        params = connection.get_connection_params()
-        params.pop("cursor_factory", None)
-        params.pop("context", None)
-        self.params = params
-        self.conn: psycopg.Connection[Any] | None = psycopg.connect(**params, autocommit=True)
+        self.params = dedicated_params()  # kept: a reconnect may come while Django's connection is down
+        self.conn: psycopg.Connection[Any] | None = psycopg.connect(**self.params, autocommit=True)
         self.held: set[int] = set()
 
     def _locked(self, key: int) -> bool:

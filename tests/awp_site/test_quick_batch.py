@@ -1,4 +1,4 @@
-"""The ingest edge's quick reading (awp_site.jsonbody.quick_batch) against the full one (parse_json_body).
+"""The ingest edge's quick reading (experiments.pushed.quick_batch) against the full one (parse_json_body).
 
 The property: whatever the quick reading takes, the full reading takes too, with the same run, experiment and
 number of events; the depth it counts is the depth of the value. It may decline more (those go the full way).
@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from awp_site.apierrors import ApiError
-from awp_site.jsonbody import MAX_DEPTH, nesting_depth, parse_json_body, quick_batch
-from experiments.pushed import kind_allowed
+from awp_site.jsonbody import MAX_DEPTH, nesting_depth, parse_json_body
+from experiments.pushed import kind_allowed, quick_batch
 
 # Strings made to confuse a bracket counter: quotes, backslashes, brackets, escapes, non-ASCII.
 tricky_text = st.text(alphabet=st.sampled_from(list('ab"\\[]{}:,\n\t é€😀') + ["\u2028"]), max_size=12)
@@ -60,7 +60,7 @@ def test_what_the_quick_reading_takes_the_full_reading_takes_alike(run_id, items
     if extra:
         document["note"] = 1
     body = json.dumps(document).encode()
-    found = quick_batch(body, max_events=5, kind_allowed=kind_allowed)
+    found = quick_batch(body, max_events=5)
     if found is None:
         return
     value = parse_json_body(body)
@@ -86,16 +86,16 @@ def test_what_the_quick_reading_takes_the_full_reading_takes_alike(run_id, items
     ],
 )
 def test_every_body_the_full_reading_refuses_or_reads_otherwise_is_declined(body):
-    assert quick_batch(body, max_events=5, kind_allowed=kind_allowed) is None
+    assert quick_batch(body, max_events=5) is None
 
 
 def test_a_body_at_the_depth_limit_is_taken_and_one_past_it_refused_by_both():
     at_limit = json.dumps({"run_id": "r", "events": [{"kind": "log", "payload": nested(MAX_DEPTH - 3)}]}).encode()
     assert nesting_depth(at_limit) == MAX_DEPTH
-    assert quick_batch(at_limit, max_events=5, kind_allowed=kind_allowed) == ("r", None, 1)
+    assert quick_batch(at_limit, max_events=5) == ("r", None, 1)
     parse_json_body(at_limit)
     past = json.dumps({"run_id": "r", "events": [{"kind": "log", "payload": nested(MAX_DEPTH - 2)}]}).encode()
-    assert quick_batch(past, max_events=5, kind_allowed=kind_allowed) is None
+    assert quick_batch(past, max_events=5) is None
     with pytest.raises(ApiError) as refused:
         parse_json_body(past)
     assert refused.value.code == "json_too_deep"
@@ -104,5 +104,5 @@ def test_a_body_at_the_depth_limit_is_taken_and_one_past_it_refused_by_both():
 def test_the_parser_is_reused_after_a_declined_or_broken_body():
     good = b'{"run_id": "r", "events": [{"kind": "log"}]}'
     for body in (b"{", b'{"run_id": "r", "events": [{"kind": "nope"}]}', b"[1, 2]", good):
-        quick_batch(body, max_events=5, kind_allowed=kind_allowed)
-    assert quick_batch(good, max_events=5, kind_allowed=kind_allowed) == ("r", None, 1)
+        quick_batch(body, max_events=5)
+    assert quick_batch(good, max_events=5) == ("r", None, 1)

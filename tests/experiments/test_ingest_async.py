@@ -17,9 +17,10 @@ from typing import Any
 import psycopg
 import pytest
 import requests
-from django.db import connection
 from django.test import Client
 
+from awp_site.db import dedicated_params
+from experiments import inbox
 from experiments.inbox import _CLAIM, DRAINER_LOCK, Drainer, drain_one, drain_pending
 from experiments.models import AcceptedBatch, Event, Run
 from experiments.projections import register_projector
@@ -39,11 +40,7 @@ register_projector("metric.explodes", _explode, name="tests.explode")
 
 def _session() -> psycopg.Connection[Any]:
     """A connection of its own to the test database (autocommit), as another process would have."""
-    connection.ensure_connection()
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
-    return psycopg.connect(**params, autocommit=True)
+    return psycopg.connect(**dedicated_params(), autocommit=True)
 
 
 @pytest.fixture
@@ -223,50 +220,49 @@ def test_a_receipt_is_read_only_with_an_ingest_token_or_role_of_its_experiment(e
     assert Client().get(f"/api/v1/ingest/batches/{batch_id}").status_code == 401
 
 
-@pytest.mark.django_db(transaction=True)
-def test_through_a_server_and_a_drainer_thread_a_run_of_many_batches_lands_whole_and_in_order(asgi_server):
-    experiment = make_experiment()
-    token = make_token(experiment)
+@pytest.fixture
+def drainer_thread() -> Iterator[None]:
+    """A drainer running in a thread of the test process (as in awp_serve) until the test ends."""
     stop = threading.Event()
     drainer = threading.Thread(target=Drainer(poll=0.2).run, args=(stop,), daemon=True)
     drainer.start()
-    session = requests.Session()
-    session.headers.update({"Authorization": f"Bearer {token}", "Prefer": "respond-async"})
     try:
         deadline = time.monotonic() + 30
-        while not _drainer_holds_lock() and time.monotonic() < deadline:
+        while not inbox.drainer_alive():
+            assert time.monotonic() < deadline, "the drainer did not take its lock"
             time.sleep(0.05)
-        receipts = []
-        for i in range(10):
-            body = batch("served", n=20, start=i == 0, prefix=f"b{i}-")
-            answer = session.post(f"{asgi_server.url}/api/v1/ingest", json=body, timeout=60)
-            assert answer.status_code == 202, answer.text
-            receipts.append(answer.json()["status_url"])
-        results = []
-        for url in receipts:
-            while True:
-                state = session.get(f"{asgi_server.url}{url}", timeout=30).json()
-                if state["state"] != "pending":
-                    break
-                assert time.monotonic() < deadline, "the drainer did not settle the batches"
-                time.sleep(0.05)
-            assert state["state"] == "applied", state
-            results.append(state["result"]["seqs"])
+        yield
     finally:
         stop.set()
         drainer.join(timeout=10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_through_a_server_and_a_drainer_thread_a_run_of_many_batches_lands_whole_and_in_order(asgi_server, drainer_thread):
+    experiment = make_experiment()
+    token = make_token(experiment)
+    session = requests.Session()
+    session.headers.update({"Authorization": f"Bearer {token}", "Prefer": "respond-async"})
+    receipts = []
+    for i in range(10):
+        body = batch("served", n=20, start=i == 0, prefix=f"b{i}-")
+        answer = session.post(f"{asgi_server.url}/api/v1/ingest", json=body, timeout=60)
+        assert answer.status_code == 202, answer.text
+        receipts.append(answer.json()["status_url"])
+    deadline = time.monotonic() + 30
+    results = []
+    for url in receipts:
+        while True:
+            state = session.get(f"{asgi_server.url}{url}", timeout=30).json()
+            if state["state"] != "pending":
+                break
+            assert time.monotonic() < deadline, "the drainer did not settle the batches"
+            time.sleep(0.05)
+        assert state["state"] == "applied", state
+        results.append(state["result"]["seqs"])
     assert [s for seqs in results for s in seqs] == list(range(1, 202))
     run = Run.objects.get(experiment=experiment, run_id="served")
     assert run.last_seq == 201 and Event.objects.filter(run=run).count() == 201
-
-
-def _drainer_holds_lock() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND objid = %s AND objsubid = 2)",
-            list(DRAINER_LOCK),
-        )
-        return bool(cursor.fetchone()[0])
 
 
 def test_awp_drain_once_settles_what_waits_and_awp_serve_runs_a_drainer(experiment, drainer_alive):
@@ -287,31 +283,21 @@ def test_awp_drain_once_settles_what_waits_and_awp_serve_runs_a_drainer(experime
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_push_client_accepts_then_waits_for_the_seqs_and_raises_a_refusal(asgi_server):
+def test_the_push_client_accepts_then_waits_for_the_seqs_and_raises_a_refusal(asgi_server, drainer_thread):
     from awp_site.client import IngestClient, IngestError
 
     experiment = make_experiment()
     token = make_token(experiment)
-    stop = threading.Event()
-    drainer = threading.Thread(target=Drainer(poll=0.2).run, args=(stop,), daemon=True)
-    drainer.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not _drainer_holds_lock() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        with IngestClient(asgi_server.url, token=token, run_id="client-async", batch_size=4, accept_async=True) as client:
-            client.send("run.start", {"task": "t"})
-            for i in range(9):
-                client.send("log", {"msg": i}, iteration=1)
-            client.flush()
-            assert client.seqs == [] and len(client.pending) == 3  # accepted, not yet waited for
-            assert client.wait(timeout=30) == list(range(1, 11))
-        refused = IngestClient(asgi_server.url, token=token, run_id="never-started", accept_async=True)
-        refused.send("log", {"msg": "x"})
-        with pytest.raises(IngestError) as caught:
-            refused.wait(timeout=30)
-        assert caught.value.code == "unknown_run"
-        refused.close()
-    finally:
-        stop.set()
-        drainer.join(timeout=10)
+    with IngestClient(asgi_server.url, token=token, run_id="client-async", batch_size=4, accept_async=True) as client:
+        client.send("run.start", {"task": "t"})
+        for i in range(9):
+            client.send("log", {"msg": i}, iteration=1)
+        client.flush()
+        assert client.seqs == [] and len(client.pending) == 3  # accepted, not yet waited for
+        assert client.wait(timeout=30) == list(range(1, 11))
+    refused = IngestClient(asgi_server.url, token=token, run_id="never-started", accept_async=True)
+    refused.send("log", {"msg": "x"})
+    with pytest.raises(IngestError) as caught:
+        refused.wait(timeout=30)
+    assert caught.value.code == "unknown_run"
+    refused.close()

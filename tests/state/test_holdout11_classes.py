@@ -14,37 +14,15 @@ inside an event (a shell tool call's command, a log's message).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.conf import settings
 
 from state.detection import detect_secrets
-from state.redaction import KnownSecrets, redact_text, sensitive_set
-from state.secrets import event_secrets
+from state.redaction import sensitive_set
+from tests.state.helpers import learnt_and_masked
 
 # The vocabulary that ships (the other languages' words are part of the classes under test).
 SENSITIVE = sensitive_set(settings.AWP_SENSITIVE_FIELDS)
-
-
-def _masked(text: str, found: set[str]) -> str:
-    return redact_text(text, SENSITIVE, KnownSecrets.of(found))
-
-
-def _events(text: str) -> list[tuple[str, dict]]:
-    return [("tool.call", {"tool": "shell", "args": {"command": text}}), ("log", {"msg": text})]
-
-
-def _learnt_and_masked(text: str, values: tuple[str, ...]) -> None:
-    found = detect_secrets(text, SENSITIVE, fail_closed=True)
-    masked = _masked(text, found)
-    for value in values:
-        assert value not in masked, (value, found)
-    for kind, payload in _events(text):
-        serialized = json.dumps(payload, ensure_ascii=False)
-        shown = _masked(serialized, event_secrets(kind, "agent-1", payload, SENSITIVE))
-        for value in values:
-            assert json.dumps(value, ensure_ascii=False)[1:-1] not in shown, (kind, value)
 
 
 FOUND = {
@@ -137,7 +115,7 @@ FOUND = {
 
 @pytest.mark.parametrize(("text", "values"), FOUND.values(), ids=FOUND.keys())
 def test_round_twelve_classes_are_learnt_and_masked_alone_and_in_events(text, values):
-    _learnt_and_masked(text, values)
+    learnt_and_masked(text, values, SENSITIVE)
 
 
 NOT_FOUND = {

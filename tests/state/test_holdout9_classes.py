@@ -10,44 +10,21 @@ the same alone and inside an event (a shell tool call's command, a log's message
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from state.detection import detect_secrets
 from state.failclosed import harmless_value
-from state.redaction import KnownSecrets, redact_text, sensitive_set
-from state.secrets import event_secrets
+from state.redaction import sensitive_set
 from state.sensitive import is_sensitive
+from tests.state.helpers import learnt_and_masked
 
 SENSITIVE = sensitive_set(
     "api_key,password,passwd,passphrase,pwd,pass,pw,secret,token,auth,authorization,session,credential,private_key,"
     "şifre,şifrə,pasvorto,pasfhocal,facal_faire,ger_tremen,wachtwurd,teny_miafina,የይለፍ_ቃል,ਪਾਸਵਰਡ,పాస్‌వర్డ్,"
     "මුරපදය,وشەی_نهێنی,پټنوم,сырсөз,рамз".split(",")
 )
-
-
-def _masked(text: str, found: set[str]) -> str:
-    return redact_text(text, SENSITIVE, KnownSecrets.of(found))
-
-
-def _events(text: str) -> list[tuple[str, dict]]:
-    return [("tool.call", {"tool": "shell", "args": {"command": text}}), ("log", {"msg": text})]
-
-
-def _learnt_and_masked(text: str, values: tuple[str, ...]) -> None:
-    found = detect_secrets(text, SENSITIVE, fail_closed=True)
-    masked = _masked(text, found)
-    for value in values:
-        assert value not in masked, (value, found)
-    # The same text inside an event: what the document alone masks, the event masks in its JSON.
-    for kind, payload in _events(text):
-        serialized = json.dumps(payload, ensure_ascii=False)
-        shown = _masked(serialized, event_secrets(kind, "agent-1", payload, SENSITIVE))
-        for value in values:
-            assert json.dumps(value, ensure_ascii=False)[1:-1] not in shown, (kind, value)
 
 
 FOUND = {
@@ -112,7 +89,7 @@ FOUND = {
 
 @pytest.mark.parametrize(("text", "values"), FOUND.values(), ids=FOUND.keys())
 def test_round_ten_second_classes_are_learnt_and_masked_alone_and_in_events(text, values):
-    _learnt_and_masked(text, values)
+    learnt_and_masked(text, values, SENSITIVE)
 
 
 NOT_FOUND = {
@@ -192,7 +169,7 @@ _VALUE = st.text(alphabet="abcdefghkmnpqrstuvwxyzABCDEFGHKLMNPQRSTUVWXYZ23456789
     value=_VALUE,
 )
 def test_a_name_then_what_it_is_then_a_colon_then_its_value(name, qualifier, value):
-    _learnt_and_masked(f"{name}{qualifier}: {value}\n", (value,))
+    learnt_and_masked(f"{name}{qualifier}: {value}\n", (value,), SENSITIVE)
 
 
 @settings(max_examples=60, deadline=None)
@@ -202,7 +179,7 @@ def test_a_name_then_what_it_is_then_a_colon_then_its_value(name, qualifier, val
     value=_VALUE,
 )
 def test_a_label_then_markup_then_its_value(label, markup, value):
-    _learnt_and_masked(f"<p>{label}:{markup}{value}</p>\n", (value,))
+    learnt_and_masked(f"<p>{label}:{markup}{value}</p>\n", (value,), SENSITIVE)
 
 
 @settings(max_examples=60, deadline=None)
@@ -220,4 +197,4 @@ def test_a_label_then_markup_then_its_value(label, markup, value):
     value=_VALUE,
 )
 def test_command_lines_that_carry_a_password(command, value):
-    _learnt_and_masked(command.format(v=value) + "\n", (value,))
+    learnt_and_masked(command.format(v=value) + "\n", (value,), SENSITIVE)
