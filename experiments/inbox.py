@@ -84,10 +84,10 @@ def accept(request: HttpRequest) -> HttpResponse | None:
     if named is None or not token_use_allowed(request, named[0]):
         return None
     token, hashed = named
-    experiment_id = Int8(token.experiment.pk)
+    experiment_id, now = Int8(token.experiment.pk), timezone.now()
     params = [
-        *token_row_params(token, hashed), *DRAINER_LOCK,
-        experiment_id, Int8(token.id), run_id, zlib.compress(body, 1), count, len(body), timezone.now(), len(body), settings.AWP_INGEST_INBOX_BYTES,
+        *token_row_params(token, hashed, now), *DRAINER_LOCK,
+        experiment_id, Int8(token.id), run_id, zlib.compress(body, 1), count, len(body), now, len(body), settings.AWP_INGEST_INBOX_BYTES,
         experiment_id,
     ]  # fmt: skip
     with prepared_cursor() as cursor:
@@ -125,8 +125,8 @@ def drainer_alive() -> bool:
 
 
 # One statement in the request's autocommit: the token as the process saw it (hash, not revoked, scope ingest,
-# experiment unchanged), a drainer alive, room in the inbox; then store the body, wake a drainer, and read the
-# known-secret stamp for the response net.
+# experiment unchanged; its use noted), a drainer alive, room in the inbox; then store the body, wake a drainer,
+# and read the known-secret stamp for the response net.
 _ACCEPT = f"""
     WITH {TOKEN_ROW},
     drainer AS ({_DRAINER_LOCK_HELD} LIMIT 1),

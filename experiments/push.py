@@ -22,7 +22,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -169,17 +169,27 @@ def token_use_allowed(request: HttpRequest, token: KnownToken) -> bool:
     return wait is None
 
 
-# The token's row as the process saw it (hash, not revoked, scope ingest, its experiment unchanged): the first
-# CTE of a statement that writes for a known token; its parameters are token_row_params().
+# The first CTEs of a statement that writes for a known token: `tok`, its row as the process saw it (hash, not
+# revoked, scope ingest, its experiment unchanged), and its use noted (last_used_at, at most every
+# TOKEN_USE_EVERY_SECONDS, as awp_site.auth does). Their parameters are token_row_params().
 TOKEN_ROW = """tok AS (
             SELECT t.id FROM experiments_apitoken t JOIN experiments_experiment e ON e.id = t.experiment_id
             WHERE t.id = %s AND t.hashed_secret = %s AND t.revoked_at IS NULL AND 'ingest' = ANY(t.scopes)
               AND e.id = %s AND e.slug = %s AND md5(e.protocol::text) = %s
+        ),
+        used AS (
+            UPDATE experiments_apitoken SET last_used_at = %s WHERE id IN (
+                SELECT id FROM experiments_apitoken WHERE id = (SELECT id FROM tok) AND (last_used_at IS NULL OR last_used_at < %s)
+                FOR UPDATE SKIP LOCKED
+            )
         )"""
 
 
-def token_row_params(token: KnownToken, hashed: str) -> list[Any]:
-    return [Int8(token.id), hashed, Int8(token.experiment.pk), token.experiment.slug, token.protocol_md5]
+def token_row_params(token: KnownToken, hashed: str, now: datetime) -> list[Any]:
+    return [
+        Int8(token.id), hashed, Int8(token.experiment.pk), token.experiment.slug, token.protocol_md5,
+        now, now - timedelta(seconds=TOKEN_USE_EVERY_SECONDS),
+    ]  # fmt: skip
 
 
 def known_token(hashed: str) -> KnownToken | None:
@@ -224,8 +234,7 @@ def _write(
     notify_sql, notify_params = notify
     experiment_id = Int8(token.experiment.pk)
     params = [
-        *token_row_params(token, hashed),
-        now, now - timedelta(seconds=TOKEN_USE_EVERY_SECONDS),
+        *token_row_params(token, hashed, now),
         experiment_id, run_id, event.dedupe_key,
         event.kind, event.agent_id, event.iteration, event.depth, event.occurred_at, now, event.payload_bytes.decode(), event.dedupe_key, event.ts_source,
         now, *notify_params, experiment_id,
@@ -244,12 +253,6 @@ def _statement(notify_sql: str) -> str:
     """
     return f"""
         WITH {TOKEN_ROW},
-        used AS (
-            UPDATE experiments_apitoken SET last_used_at = %s WHERE id IN (
-                SELECT id FROM experiments_apitoken WHERE id = (SELECT id FROM tok) AND (last_used_at IS NULL OR last_used_at < %s)
-                FOR UPDATE SKIP LOCKED
-            )
-        ),
         r AS (
             SELECT id, last_seq, experiment_id FROM experiments_run
             WHERE experiment_id = %s AND run_id = %s AND EXISTS (SELECT 1 FROM tok) FOR UPDATE

@@ -104,6 +104,15 @@ def test_a_known_secret_in_an_accepted_batch_is_learnt_when_applied(experiment, 
     assert secret not in events.content.decode()
 
 
+def test_an_accept_notes_the_tokens_use_as_a_push_does(experiment, drainer_alive):
+    from experiments.models import ApiToken
+
+    client, token = Client(), make_token(experiment)
+    assert ApiToken.objects.get(experiment=experiment).last_used_at is None
+    assert post(client, token, batch(), **ASYNC).status_code == 202
+    assert ApiToken.objects.get(experiment=experiment).last_used_at is not None
+
+
 def test_without_a_drainer_or_with_a_session_the_batch_is_appended_at_once(experiment, drainer_alive):
     client = Client()
     owner = make_member(experiment, "owner")
