@@ -26,6 +26,7 @@ import os
 import threading
 import zlib
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -39,6 +40,7 @@ from psycopg.types.numeric import Int8
 from awp_site.apierrors import ApiError
 from awp_site.db import dedicated_params, prepared_cursor
 from awp_site.jsonbody import parse_json_body
+from awp_site.logging import request_scope, reset_scope
 from awp_site.middleware import TRIM_AFTER_BYTES, release_freed_memory
 from experiments.models import AcceptedBatch
 from experiments.push import (
@@ -161,9 +163,13 @@ def drain_one() -> int | None:
         if row is None:
             return None
         batch = AcceptedBatch.objects.select_related("experiment").get(pk=row[0])
+        body = zlib.decompress(batch.body)
+        # What is logged while the batch is applied is masked as for the request that pushed it (awp_site.logging):
+        # the experiment's known secrets and what the body holds under a credential's name.
+        scope = request_scope(SimpleNamespace(awp_redaction_scope={batch.experiment_id: batch.experiment}, body=body))
         try:
             with transaction.atomic():
-                result = _apply(batch)
+                result = _apply(batch, body)
             batch.state = AcceptedBatch.APPLIED
         except ApiError as refused:
             result = refused.body()
@@ -176,6 +182,8 @@ def drain_one() -> int | None:
             log.exception("ingest drainer: batch %s could not be applied", batch.pk)
             result = {"code": "apply_failed", "message": "The server could not apply this batch; nothing was stored. The server log says why."}
             batch.state = AcceptedBatch.REFUSED
+        finally:
+            reset_scope(scope)
         batch.result, batch.body, batch.settled_at = result, None, timezone.now()
         batch.save(update_fields=["state", "result", "body", "settled_at"])
     if batch.bytes > TRIM_AFTER_BYTES:
@@ -191,11 +199,11 @@ def drain_pending() -> int:
     return settled
 
 
-def _apply(batch: AcceptedBatch) -> dict[str, Any]:
+def _apply(batch: AcceptedBatch, body: bytes) -> dict[str, Any]:
     """The batch through the one ingest path, as a synchronous push of it would go; ApiError as that push's refusal."""
     from experiments.api import append_batch  # the router module (and ninja) only once a batch is applied
 
-    value = parse_json_body(zlib.decompress(batch.body))
+    value = parse_json_body(body)
     events = value.get("events") if type(value) is dict else None
     if type(events) is not list:  # the edge's parser read a duplicated key the other way: refuse, never guess
         raise ApiError(422, "invalid_request", "The batch's events are not a list.", field="events")

@@ -38,6 +38,13 @@ def _explode(run, events, ctx):  # type: ignore[no-untyped-def]
 register_projector("metric.explodes", _explode, name="tests.explode")
 
 
+def _tell(run, events, ctx):  # type: ignore[no-untyped-def]
+    raise RuntimeError(f"a projector's bug quoting {events[0].payload['api_key']}")
+
+
+register_projector("metric.tells", _tell, name="tests.tell")
+
+
 def _session() -> psycopg.Connection[Any]:
     """A connection of its own to the test database (autocommit), as another process would have."""
     return psycopg.connect(**dedicated_params(), autocommit=True)
@@ -192,6 +199,17 @@ def test_a_batch_whose_apply_fails_is_refused_and_does_not_hold_its_run(experime
     assert drain_pending() == 3
     assert receipt(client, token, broken["batch"]).json()["result"]["code"] == "apply_failed"
     assert receipt(client, token, after["batch"]).json()["result"]["seqs"] == [5, 6, 7]
+
+
+def test_the_log_of_a_failed_apply_is_masked_as_the_pushing_requests_would_be(experiment, drainer_alive, caplog):
+    client, token = Client(), make_token(experiment)
+    secret = "TulipHarborMeadow"  # words: no shape gives it away, only the name it stands under in the body
+    body = {"run_id": "r1", "events": [{"kind": "run.start", "payload": {"task": "t"}}, {"kind": "metric.tells", "payload": {"api_key": secret}}]}
+    assert post(client, token, body, **ASYNC).status_code == 202
+    with caplog.at_level("ERROR", logger="experiments.inbox"):
+        drain_pending()
+    assert "a projector's bug quoting" in caplog.text
+    assert secret not in caplog.text
 
 
 @pytest.mark.django_db(transaction=True)
