@@ -4,6 +4,8 @@ with a code, nothing stored on refusal. Deterministic and bounded (derandomized 
 - schemathesis strategies (positive and negative) for every operation of the /api/v1 OpenAPI schema;
 - a hostile corpus on every body operation (NUL, lone surrogates, 1,000- and 10k-deep nesting, huge integers,
   NaN/Infinity, long strings, `text/plain`, not-JSON) and on every path and query parameter;
+- the accepting edge (`Prefer: respond-async`, a drainer alive): the hostile corpus, schemathesis cases and
+  hypothesis batches of known kinds; what is accepted is then applied or refused with a code, never `apply_failed`;
 - hypothesis for the memory API bodies;
 - the pages' query parameters (seq, page, date, after, …) with the same hostile values.
 
@@ -14,9 +16,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
+import psycopg
 import pytest
 import schemathesis
 from django.test import Client
@@ -24,8 +28,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from awp_site.api import api
+from awp_site.db import dedicated_params
+from experiments.inbox import DRAINER_LOCK, drain_pending
 from experiments.ingest import EventIn, ProjectionContext, append_events
-from experiments.models import ApiToken, BoardPost, Event, Run
+from experiments.models import AcceptedBatch, ApiToken, BoardPost, Event, Run
 from memory.models import MemoryEntry
 from pool.models import PoolEnvelope, PoolProposal, PoolVote
 from tests.factories import PASSWORD, make_experiment, make_member, make_run
@@ -57,13 +63,14 @@ def stored() -> tuple[int, ...]:
             PoolEnvelope.objects.count(), PoolProposal.objects.count(), PoolVote.objects.count())  # fmt: skip
 
 
-def send(world: dict[str, Any], method: str, path: str, *, body: bytes | None = None, content_type: str = "application/json", query: str = "") -> Any:
+def send(world: dict[str, Any], method: str, path: str, *, body: bytes | None = None, content_type: str = "application/json", query: str = "",
+         **headers: str) -> Any:  # fmt: skip
     token = world["claw"] if path.startswith("/api/v1/pool/") else world["token"]
     client = Client(raise_request_exception=False)
     url = path + (f"?{query}" if query else "")
     if method == "GET":
-        return client.get(url, HTTP_AUTHORIZATION=f"Bearer {token}")
-    return client.generic(method, url, data=body or b"", content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {token}")
+        return client.get(url, HTTP_AUTHORIZATION=f"Bearer {token}", **headers)
+    return client.generic(method, url, data=body or b"", content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {token}", **headers)
 
 
 def explained(response: Any) -> bool:
@@ -158,6 +165,68 @@ def test_hostile_bodies_on_every_body_operation_are_4xx_and_store_nothing(world,
         if refused:
             assert 400 <= response.status_code < 500, f"{hostile}: POST {path} → {response.status_code} {response.content[:200]!r}"
             assert stored() == before, f"{hostile}: POST {path} stored something"
+
+
+# ---------------------------------------------------------------- the accepting edge (Prefer: respond-async)
+
+
+@pytest.fixture
+def drainer_alive() -> Iterator[None]:
+    """A drainer's shared lock held on a connection of its own: pushes that prefer it are accepted (202)."""
+    with psycopg.connect(**dedicated_params(), autocommit=True) as held:
+        held.execute("SELECT pg_advisory_lock_shared(%s, %s)", DRAINER_LOCK)
+        yield
+
+
+@pytest.mark.parametrize("hostile", list(HOSTILE))
+def test_hostile_bodies_pushed_to_be_accepted_are_refused_at_the_edge_or_applied_never_5xx(world, drainer_alive, hostile):
+    body, content_type, refused = HOSTILE[hostile]
+    before = stored()
+    response = send(world, "POST", "/api/v1/ingest", body=body, content_type=content_type, HTTP_PREFER="respond-async")
+    check(response, f"{hostile}: POST /api/v1/ingest, Prefer: respond-async")
+    if refused:
+        assert 400 <= response.status_code < 500 and not AcceptedBatch.objects.exists(), (hostile, response.status_code)
+        assert stored() == before
+    drain_pending()
+    assert not AcceptedBatch.objects.filter(result__code="apply_failed").exists()
+
+
+INGEST = next(op for op in BODY_OPERATIONS if op.path.endswith("/ingest"))
+
+
+@fuzz(60)
+@given(data=st.data())
+def test_schema_driven_pushes_to_be_accepted_are_answered_and_applied_or_refused_with_a_code(world, drainer_alive, data):
+    mode = data.draw(st.sampled_from(list(schemathesis.GenerationMode)), label="mode")
+    case = data.draw(INGEST.as_strategy(generation_mode=mode), label="case")
+    payload = case.body if type(case.body).__name__ != "NotSet" else {}
+    body = payload if isinstance(payload, bytes) else json.dumps(payload, allow_nan=True, default=str).encode("utf-8", "surrogatepass")
+    check(send(world, "POST", "/api/v1/ingest", body=body, HTTP_PREFER="respond-async"), "POST /api/v1/ingest, Prefer: respond-async")
+    drain_pending()
+    for state, result in AcceptedBatch.objects.values_list("state", "result"):
+        assert state == "applied" or (state == "refused" and result["code"] != "apply_failed" and result["message"]), result
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+pushed_events = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["log", "run.start", "metric.loss", "tool.call", "board.post", "digest", "state.delta", "memory.write", "worker.complete"])},
+    optional={"payload": json_values, "idempotency_key": json_values, "agent_id": json_values, "iteration": json_values, "ts": json_values},
+)
+
+
+@fuzz(60)
+@given(run_id=st.sampled_from(["fuzz-run", "new-run"]) | st.text(min_size=1, max_size=30), events=st.lists(pushed_events, min_size=1, max_size=4))
+def test_batches_of_known_kinds_are_accepted_then_applied_or_refused_with_a_code(world, drainer_alive, run_id, events):
+    response = send(world, "POST", "/api/v1/ingest", body=json.dumps({"run_id": run_id, "events": events}).encode("utf-8", "surrogatepass"),
+                    HTTP_PREFER="respond-async")  # fmt: skip
+    check(response, "POST /api/v1/ingest, Prefer: respond-async")
+    drain_pending()
+    for state, result in AcceptedBatch.objects.values_list("state", "result"):
+        assert state == "applied" or (state == "refused" and result["code"] != "apply_failed" and result["message"]), result
 
 
 def test_nan_and_infinity_are_refused_with_422_naming_the_field_not_stored_as_null(world):
