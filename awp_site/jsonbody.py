@@ -138,7 +138,11 @@ def _printable(path: str) -> str:
 
 # ---- reading a body without building it ------------------------------------------------------------------
 
-_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+# What the depth count keeps of a body: the structure, the backslashes, and what a backslash may escape
+# (`"\\/bfnrtu`, the letters and the slash mapped to one `e`, so an escape keeps its second character).
+_ESCAPED = b"/bfnrtu"
+_KEEP_ESCAPES = bytes(ord("e") if b in _ESCAPED else b for b in range(256))
+_NOT_KEPT = bytes(b for b in range(256) if b not in b'"[]{}\\' + _ESCAPED)
 _parsers = threading.local()
 
 
@@ -168,9 +172,10 @@ def nesting_depth(body: bytes) -> int:
     """How deep arrays and objects nest in a well-formed JSON body: the brackets outside strings, counted in C
     (escaped quotes dropped, every byte but quotes and brackets deleted, then numpy's running sums)."""
     # In well-formed JSON a backslash only escapes, pairing from the left: drop the escaped backslashes, then the
-    # escaped quotes; every quote left opens or closes a string.
-    body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    marks = np.frombuffer(body.translate(None, _NOT_STRUCTURE), np.uint8)
+    # escaped quotes; every quote left opens or closes a string. Done on what is kept of the body (a backslash is
+    # followed there by what it escapes, as in the body): a quarter of a text's bytes, not all of them.
+    kept = body.translate(_KEEP_ESCAPES, _NOT_KEPT).replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = np.frombuffer(kept.translate(None, b"\\e"), np.uint8)
     outside = (np.cumsum(marks == 34, dtype=np.uint8) & 1) == 0  # parity survives the uint8 wrap
     step = (marks == 91).view(np.int8) + (marks == 123).view(np.int8) - (marks == 93).view(np.int8) - (marks == 125).view(np.int8)
     step *= outside

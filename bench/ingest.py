@@ -10,10 +10,11 @@ Two event sizes, each against raw COPY of the same rows (same payloads) in the s
 - agent-sized (~1 KB: a model call's messages and attributes as a `log`, a tool call's arguments and result as
   a `tool.call`, every 20th a `worker.complete` with a summary: text the secret detector and the projectors read).
 
-Batch 5,000 is pushed twice more, with `Prefer: respond-async` (experiments.inbox) and a drainer process
-(`manage.py awp_drain`) beside daphne: *accepted* is the rate at which the batches are answered 202 (the body
-parsed, checked and stored durably), *accepted → applied* the rate until the drainer has put every one of them
-into the ledger, scanned and projected (from the first request to the last receipt settled).
+Batch 5,000 is pushed again, twice as many events, with `Prefer: respond-async` (experiments.inbox) and a
+drainer process (`manage.py awp_drain`) beside daphne: *accepted* is the rate at which the batches are answered
+202 (the body parsed, checked and stored durably), *accepted → applied* the rate until the drainer has put every
+one of them into the ledger, scanned and projected (from the first request to the last receipt settled). Raw COPY
+is timed three times and its best counts.
 
 Prints a table per size and ends with, for small events and then agent-sized ones (`agent_` prefix), each as
 (events/s at batch 5000) ÷ (events/s of raw COPY of the same rows):
@@ -247,14 +248,14 @@ def main() -> None:
                 rows.append([f"HTTP batch {size}", n, elapsed, rates[size]])
             with drainer(url):
                 tag = uuid.uuid4().hex[:8]
-                n = sizes[5000]
+                n = 2 * sizes[5000]  # eight batches at least: one stalled by a checkpoint's fsync is an eighth
                 started = time.perf_counter()
                 elapsed, ids = push(base, secret, f"bench-{name}-async-{tag}", make(n, tag), 5000, prefer_async=True)
                 applied = settled_after(ids, started)
                 rates[-1], rates[-2] = n / elapsed, n / applied
                 rows.append(["HTTP batch 5000, Prefer: respond-async: accepted", n, elapsed, rates[-1]])
                 rows.append(["the same, accepted → applied by the drainer", n, applied, rates[-2]])
-        copy_elapsed = raw_copy(sample)
+        copy_elapsed = min(raw_copy(sample) for _ in range(3))  # the baseline at its best: a stricter ratio, a steadier one
         copy_rate = total / copy_elapsed
         rows.append(["raw COPY of the same rows (bare table, 1 index)", total, copy_elapsed, copy_rate])
         print(f"\n## {name} events (~{size_bytes:,.0f} bytes of JSON each)\n")

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import psycopg
 import pytest
 import requests
+from django.db import connection
 from django.test import Client
 
 from awp_site.db import dedicated_params
@@ -95,6 +98,21 @@ def test_an_accepted_batch_is_invisible_until_drained_then_its_receipt_has_the_s
     # The same batch pushed again, synchronously: the answer the receipt gave.
     again = post(client, token, batch())
     assert again.status_code == 200 and again.json() == {**settled["result"], "new": 0}
+
+
+def test_a_body_is_stored_compressed_and_one_an_earlier_version_stored_with_zlib_is_still_applied(experiment, drainer_alive):
+    client, token = Client(), make_token(experiment)
+    sent = json.dumps(batch(n=50)).encode()
+    first = post(client, token, sent, **ASYNC).json()["batch"]
+    stored = bytes(AcceptedBatch.objects.get(pk=first).body)
+    assert stored[:4] == b"\x28\xb5\x2f\xfd" and len(stored) < len(sent) / 3  # a zstd frame
+    assert inbox.unpack(stored) == sent
+    second = post(client, token, batch(n=2, start=False, prefix="late"), **ASYNC).json()["batch"]
+    earlier = json.dumps(batch(n=2, start=False, prefix="late")).encode()
+    AcceptedBatch.objects.filter(pk=second).update(body=zlib.compress(earlier, 1))
+    assert drain_pending() == 2
+    assert [b.state for b in AcceptedBatch.objects.order_by("pk")] == ["applied", "applied"]
+    assert Event.objects.filter(run__run_id="r1").count() == 53
 
 
 def test_a_known_secret_in_an_accepted_batch_is_learnt_when_applied(experiment, drainer_alive):
@@ -262,6 +280,23 @@ def drainer_thread() -> Iterator[None]:
     finally:
         stop.set()
         drainer.join(timeout=10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_drainers_postgres_process_runs_below_the_requests(drainer_thread):
+    # Half an apply's CPU is the server's: at full priority it took the cores an accept needed.
+    deadline = time.monotonic() + 30
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [inbox.APPLICATION_NAME])
+            pids = [row[0] for row in cursor.fetchall()]
+        if pids:
+            break
+        assert time.monotonic() < deadline, "the drainer has no connection of its own"
+        time.sleep(0.05)
+    assert len(pids) == 1
+    assert psutil.Process(pids[0]).nice() == inbox.DRAINER_NICE
+    assert psutil.Process(connection.connection.info.backend_pid).nice() < inbox.DRAINER_NICE  # a request's own
 
 
 @pytest.mark.django_db(transaction=True)
