@@ -172,7 +172,7 @@ def person(rng: random.Random) -> str:
 def leet(rng: random.Random) -> str:
     w = rng.choice([w for w in _WORDS if len(w) >= 6])
     t = w.translate(str.maketrans({"a": "4", "o": "0", "e": "3", "i": "!", "s": "5", "t": "7"}))
-    return t[0].upper() + t[1:] + str(rng.randint(100, 999)) + rng.choice("@#%&")
+    return t[0].upper() + t[1:] + str(rng.randint(100, 999)) + rng.choice("@#%!")
 
 
 def phrase(rng: random.Random, n: int = 4, sep: str = "-") -> str:
@@ -1523,7 +1523,7 @@ def _bun(rng):
 def _deno(rng):
     tok = "ddp_" + mixed(rng, 36)
     return out(f"""
-        export DENO_AUTH_TOKENS="{tok}@deno.land;{lower(rng, 10)}@raw.githubusercontent.com"
+        export DENO_AUTH_TOKENS="{tok}@deno.land"
         export DENO_DEPLOY_TOKEN={tok}
         deployctl deploy --project=acme-edge main.ts
         """, tok)
@@ -2188,7 +2188,7 @@ def _frigate(rng):
         """, pw)
 
 
-@cred("openwrt-uci-show-wireless-key")
+@cred("openwrt-uci-grep-wireless-radio0-sae-mixed-key")
 def _openwrt(rng):
     pw = person(rng)
     return out(f"""
@@ -2274,7 +2274,7 @@ def _aruba(rng):
 
 @cred("hp-printer-ews-smtp-settings-form-post")
 def _printer(rng):
-    pw = person(rng)
+    pw = safe(rng, 12)
     return out(f"""
         POST /hp/device/SmtpServerSettings/Save HTTP/1.1
         Host: {ip(rng)}
@@ -2314,7 +2314,6 @@ def _ha_secrets(rng):
 
 @cred("zigbee2mqtt-configuration-network-key-array")
 def _z2m(rng):
-    arr = [rng.randint(0, 255) for _ in range(16)]
     pw = safe(rng, 14)
     return out(f"""
         homeassistant:
@@ -2324,7 +2323,7 @@ def _z2m(rng):
           user: z2m
           password: {pw}
         advanced:
-          network_key: [{", ".join(str(x) for x in arr)}]
+          network_key: GENERATE
           pan_id: {rng.randint(1000, 60000)}
         """, pw)
 
@@ -2417,7 +2416,7 @@ def _octo(rng):
 
 @cred("unifi-protect-rtsps-link-token-in-blueiris-log")
 def _protect(rng):
-    pw = person(rng)
+    pw = mixed(rng, 12)
     return out(f"""
         {day(rng)} {hms(rng)}  DrivewayCam  Connecting to rtsp://bi:{pw}@{ip(rng)}:554/cam/realmonitor...
         {day(rng)} {hms(rng)}  DrivewayCam  Signal: restored
@@ -2734,7 +2733,7 @@ def _saml(rng):
         MIIDdzCCAl+gAwIBAgIE{b64(rng, 33)}
         {b64(rng, 48)}
         -----END CERTIFICATE-----
-        {pem_block(rng, line, "RSA PRIVATE KEY", 4)}
+        {pem_block(rng, line, "RSA PRIVATE KEY", 4).replace(chr(10), chr(10) + " " * 8)}
         """, line)
 
 
@@ -3057,6 +3056,1493 @@ def _infisical(rng):
               INFISICAL_UNIVERSAL_AUTH_CLIENT_SECRET: {sec}
               INFISICAL_PROJECT_ID: {uid(rng)}
         """, sec)
+
+
+# ==========================================================================================================
+# Databases and ORM configuration across languages
+# ==========================================================================================================
+
+
+@cred("rails-database-yml-production-erb-fallback")
+def _rails_db(rng):
+    pw = safe(rng, 18)
+    return out(f"""
+        production:
+          <<: *default
+          database: shop_production
+          username: shop
+          password: <%= ENV.fetch("SHOP_DATABASE_PASSWORD") {{ "{pw}" }} %>
+          host: <%= ENV["DB_HOST"] %>
+        """, pw)
+
+
+@cred("laravel-env-db-and-mail-and-pusher")
+def _laravel(rng):
+    pw = person(rng)
+    app_key = b64(rng, 32)
+    return out(f"""
+        APP_NAME="Acme Booking"
+        APP_ENV=production
+        APP_KEY=base64:{app_key}
+        DB_CONNECTION=mysql
+        DB_HOST=127.0.0.1
+        DB_DATABASE=booking
+        DB_USERNAME=booking
+        DB_PASSWORD={pw}
+        BROADCAST_CONNECTION=log
+        """, pw, app_key)
+
+
+@cred("spring-application-yml-datasource-and-jwt-secret")
+def _spring(rng):
+    pw = safe(rng, 16)
+    jw = b64(rng, 48)
+    return out(f"""
+        spring:
+          datasource:
+            url: jdbc:mariadb://mariadb.acme.internal:3306/orders?useSSL=true
+            username: orders_app
+            password: {pw}
+          jpa:
+            hibernate:
+              ddl-auto: validate
+        app:
+          security:
+            jwt:
+              secret: {jw}
+              expiration-ms: 86400000
+        """, pw, jw)
+
+
+@cred("django-settings-databases-dict-and-email-host-password")
+def _django(rng):
+    pw = safe(rng, 16)
+    mail = person(rng)
+    return out(f"""
+        DATABASES = {{
+            "default": {{
+                "ENGINE": "django.db.backends.postgresql",
+                "NAME": "clinic",
+                "USER": "clinic",
+                "PASSWORD": "{pw}",
+                "HOST": "10.0.4.12",
+                "PORT": "5432",
+            }}
+        }}
+        EMAIL_HOST = "smtp.zoho.eu"
+        EMAIL_HOST_USER = "noreply@clinic.example"
+        EMAIL_HOST_PASSWORD = "{mail}"
+        """, pw, mail)
+
+
+@cred("prisma-schema-datasource-url-literal")
+def _prisma(rng):
+    pw = safe(rng, 16)
+    return out(f"""
+        generator client {{
+          provider = "prisma-client-js"
+        }}
+
+        datasource db {{
+          provider  = "postgresql"
+          url       = "postgresql://prisma:{pw}@ep-{lower(rng, 6)}-{lower(rng, 6)}.eu-central-1.aws.neon.tech/app?sslmode=require"
+          directUrl = env("DIRECT_URL")
+        }}
+        """, pw)
+
+
+@cred("typeorm-ormconfig-ts-datasource")
+def _typeorm(rng):
+    pw = person(rng)
+    return out(f"""
+        export const AppDataSource = new DataSource({{
+          type: "mssql",
+          host: "sql-prod.acme.example",
+          port: 1433,
+          username: "app_rw",
+          password: "{pw}",
+          database: "Inventory",
+          entities: [Product, Warehouse],
+          options: {{ encrypt: true, trustServerCertificate: false }},
+        }});
+        """, pw)
+
+
+@cred("sequelize-config-json-environments")
+def _sequelize(rng):
+    pw = safe(rng, 14)
+    return out(jd({"development": {"username": "root", "password": None, "database": "app_dev", "host": "127.0.0.1",
+                                   "dialect": "mysql"},
+                   "production": {"username": "app", "password": pw, "database": "app", "host": "db.prod.internal",
+                                  "dialect": "mysql", "logging": False}}), pw)
+
+
+@cred("sqlalchemy-alembic-ini-sqlalchemy-url")
+def _alembic(rng):
+    pw = safe(rng, 16)
+    return out(f"""
+        [alembic]
+        script_location = migrations
+        prepend_sys_path = .
+        sqlalchemy.url = postgresql+asyncpg://migrator:{pw}@db-primary:5432/ledger
+
+        [loggers]
+        keys = root,sqlalchemy,alembic
+        """, pw)
+
+
+@cred("diesel-rust-dotenv-and-cli-run")
+def _diesel(rng):
+    pw = safe(rng, 15)
+    return out(f"""
+        $ echo DATABASE_URL=postgres://diesel:{pw}@localhost/crab_shop > .env
+        $ diesel migration run
+        Running migration 2026-02-11-094512_create_orders
+        Running migration 2026-02-19-121001_add_refunds
+        """, pw)
+
+
+@cred("ecto-repo-config-exs-password")
+def _ecto(rng):
+    pw = person(rng)
+    return out(f"""
+        import Config
+
+        config :tavern, Tavern.Repo,
+          username: "tavern",
+          password: "{pw}",
+          hostname: "pg.fly.internal",
+          database: "tavern_prod",
+          pool_size: 10,
+          ssl: true
+        """, pw)
+
+
+@cred("gorm-dsn-in-go-test-helper")
+def _gorm(rng):
+    pw = safe(rng, 14)
+    return out(f"""
+        func testDB(t *testing.T) *gorm.DB {{
+            dsn := "host=10.9.0.4 user=it_runner password={pw} dbname=it port=5432 sslmode=disable TimeZone=UTC"
+            db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{{}})
+            require.NoError(t, err)
+            return db
+        }}
+        """, pw)
+
+
+@cred("hibernate-cfg-xml-connection-password")
+def _hibernate(rng):
+    pw = safe(rng, 13)
+    return out(f"""
+        <hibernate-configuration>
+          <session-factory>
+            <property name="hibernate.connection.driver_class">oracle.jdbc.OracleDriver</property>
+            <property name="hibernate.connection.url">jdbc:oracle:thin:@//ora19.acme.example:1521/HRPDB</property>
+            <property name="hibernate.connection.username">HR_APP</property>
+            <property name="hibernate.connection.password">{pw}</property>
+          </session-factory>
+        </hibernate-configuration>
+        """, pw)
+
+
+@cred("entity-framework-user-secrets-json-connection-string")
+def _efcore(rng):
+    pw = safe(rng, 18)
+    return out(jd({"ConnectionStrings:Default": f"Server=tcp:acme-sql.database.windows.net,1433;Initial Catalog=crm;"
+                                                  f"User ID=crm_app;Password={pw};Encrypt=True;",
+                   "Smtp:Host": "smtp.sendgrid.net"}), pw)
+
+
+@cred("knex-knexfile-js-connection-object")
+def _knex(rng):
+    pw = person(rng)
+    return out(f"""
+        module.exports = {{
+          production: {{
+            client: "pg",
+            connection: {{ host: "pg-main", user: "api", password: "{pw}", database: "api" }},
+            pool: {{ min: 2, max: 10 }},
+            migrations: {{ tableName: "knex_migrations" }},
+          }},
+        }};
+        """, pw)
+
+
+@cred("drizzle-config-ts-db-credentials")
+def _drizzle(rng):
+    tok = jwt(rng, {"a": "rw", "iat": rng.randint(1760000000, 1770000000), "id": uid(rng)}, "EdDSA")
+    return out(f"""
+        import {{ defineConfig }} from "drizzle-kit";
+
+        export default defineConfig({{
+          dialect: "turso",
+          schema: "./src/db/schema.ts",
+          dbCredentials: {{
+            url: "libsql://acme-{lower(rng, 8)}.aws-eu-west-1.turso.io",
+            authToken: "{tok}",
+          }},
+        }});
+        """, tok)
+
+
+@cred("mongoose-connect-uri-in-nextjs-api-route")
+def _mongoose(rng):
+    pw = mixed(rng, 16)
+    return out(f"""
+        // pages/api/db.ts
+        import mongoose from "mongoose";
+        const uri = "mongodb+srv://nextapp:{pw}@cluster0.{lower(rng, 5)}.mongodb.net/shop?retryWrites=true&w=majority";
+        export default async function connect() {{
+          if (mongoose.connection.readyState >= 1) return;
+          await mongoose.connect(uri);
+        }}
+        """, pw)
+
+
+@cred("peewee-playhouse-db-url-in-flask-config")
+def _peewee(rng):
+    pw = safe(rng, 14)
+    return out(f"""
+        class ProductionConfig(Config):
+            DATABASE = "mysql://flask:{pw}@10.1.2.3:3306/blog"
+            SESSION_COOKIE_SECURE = True
+        """, pw)
+
+
+@cred("sqlx-offline-cargo-env-database-url")
+def _sqlx(rng):
+    pw = safe(rng, 14)
+    return out(f"""
+        error: error returned from database: password authentication failed for user "api"
+          --> src/repo/users.rs:41:17
+           |
+        41 |     let row = sqlx::query!("SELECT id, email FROM users WHERE id = $1", id)
+           |               ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+           = note: DATABASE_URL = postgres://api:{pw}@localhost:5433/api
+        """, pw)
+
+
+@cred("r2dbc-url-in-micronaut-application-properties")
+def _r2dbc(rng):
+    pw = safe(rng, 15)
+    return out(f"""
+        micronaut.application.name=catalog
+        r2dbc.datasources.default.url=r2dbc:postgresql://catalog:{pw}@pg-catalog:5432/catalog
+        r2dbc.datasources.default.dialect=POSTGRES
+        """, pw)
+
+
+@cred("oracle-tnsnames-wallet-and-sqlcl-connect")
+def _sqlcl(rng):
+    pw = symbolic(rng, 16, "#_")
+    return out(f"""
+        SQL> connect ADMIN/"{pw}"@acmeatp_high
+        Connected.
+        SQL> select sysdate from dual;
+
+        SYSDATE
+        ---------
+        {rng.randint(10, 28)}-FEB-26
+        """, pw)
+
+
+@cred("neo4j-driver-kotlin-auth-basic")
+def _neo4j(rng):
+    pw = lower(rng, 43)
+    return out(f"""
+        val driver = GraphDatabase.driver(
+            "neo4j+s://{hexa(rng, 8)}.databases.neo4j.io",
+            AuthTokens.basic("neo4j", "{pw}"),
+        )
+        """, pw)
+
+
+@cred("redis-url-in-sidekiq-initializer-with-db-index")
+def _redis_url(rng):
+    pw = hexa(rng, 32)
+    return out(f"""
+        Sidekiq.configure_server do |config|
+          config.redis = {{ url: "rediss://default:{pw}@redis-{digits(rng, 5)}.c{rng.randint(1, 300)}.eu-west-1-1.ec2.redns.redis-cloud.com:{rng.randint(10000, 19999)}/0" }}
+        end
+        """, pw)
+
+
+@cred("cassandra-yaml-java-driver-conf-auth")
+def _cassandra(rng):
+    pw = safe(rng, 16)
+    return out(f"""
+        datastax-java-driver {{
+          basic.contact-points = ["10.3.0.11:9042", "10.3.0.12:9042"]
+          basic.load-balancing-policy.local-datacenter = dc1
+          advanced.auth-provider {{
+            class = PlainTextAuthProvider
+            username = catalog_svc
+            password = "{pw}"
+          }}
+        }}
+        """, pw)
+
+
+# ==========================================================================================================
+# Spreadsheets, OCR, pastes, diffs, reviews, stack traces and dumps
+# ==========================================================================================================
+
+
+@cred("google-sheets-csv-download-onboarding-accounts")
+def _sheet(rng):
+    pw1 = person(rng)
+    pw2 = person(rng)
+    return out(f"""
+        Name,Start date,Laptop,Email,Temp password,Done?
+        {who(rng).capitalize()},{day(rng)},MBP-{digits(rng, 4)},new1@acme.example,{pw1},TRUE
+        {who(rng).capitalize()},{day(rng)},XPS-{digits(rng, 4)},new2@acme.example,{pw2},FALSE
+        """, pw1, pw2)
+
+
+@cred("xlsx-openpyxl-dump-wifi-tab")
+def _xlsx(rng):
+    pw = person(rng)
+    return out(f"""
+        >>> ws = wb["Network"]
+        >>> for row in ws.iter_rows(values_only=True): print(row)
+        ('SSID', 'Band', 'Password', 'VLAN')
+        ('ACME-Staff', '5GHz', None, 10)
+        ('ACME-Guest', '2.4/5', '{pw}', 99)
+        """, pw)
+
+
+@cred("ocr-screenshot-of-router-sticker")
+def _ocr_sticker(rng):
+    key = upper(rng, 12)
+    return out(f"""
+        [tesseract 5.5 output: IMG_{digits(rng, 4)}.HEIC]
+        Model: Speedport Smart 4   S/N: {upper(rng, 14)}
+        WLAN-Name (SSID): WLAN-{digits(rng, 6)}
+        WLAN-Schlüssel /WPA2 Key: {key}
+        Gerätepasswort: siehe Rückseite
+        """, key)
+
+
+@cred("ocr-whiteboard-photo-meeting-room-notes")
+def _ocr_board(rng):
+    pw = person(rng)
+    return out(f"""
+        Text recognized from photo (Apple Live Text):
+        SPRINT 14 — GOALS
+        - ship invoice export
+        - fix iOS login
+        guest wifi: ACME-Visitors
+        pw {pw}
+        retro Thurs 3pm
+        """, pw)
+
+
+@cred("pastebin-raw-config-dump-with-title")
+def _pastebin(rng):
+    pw = safe(rng, 14)
+    return out(f"""
+        Untitled | pastebin raw | {day(rng)} | expires: never
+        ------------------------------------------------
+        [mysqld]
+        bind-address = 0.0.0.0
+        [client]
+        user = wpuser
+        password = {pw}
+        host = localhost
+        """, pw)
+
+
+@cred("github-gist-json-api-response-file-content")
+def _gist(rng):
+    key = "SG." + b64url(rng, 16)[:22] + "." + b64url(rng, 32)[:43]
+    return out(jd({"url": "https://api.github.com/gists/" + hexa(rng, 32), "public": True,
+                   "files": {"mailer.py": {"filename": "mailer.py", "language": "Python", "size": 388,
+                                           "content": f"import sendgrid\nsg = sendgrid.SendGridAPIClient('{key}')\n"}},
+                   "created_at": when(rng)}), key)
+
+
+@cred("git-diff-config-yaml-password-changed")
+def _diff(rng):
+    old = safe(rng, 14)
+    new = safe(rng, 14)
+    return out(f"""
+        diff --git a/deploy/values-prod.yaml b/deploy/values-prod.yaml
+        index {sha(rng)[:7]}..{sha(rng)[:7]} 100644
+        --- a/deploy/values-prod.yaml
+        +++ b/deploy/values-prod.yaml
+        @@ -12,7 +12,7 @@ postgresql:
+           auth:
+             username: keycloak
+        -    password: {old}
+        +    password: {new}
+             database: keycloak
+        """, old, new)
+
+
+@cred("github-pr-review-comment-suggestion-removes-key")
+def _review(rng):
+    key = "sk_live_" + mixed(rng, 40)
+    return out(f"""
+        **{who(rng)}** reviewed on src/billing/client.py line 18
+        > ```suggestion
+        > stripe.api_key = os.environ["STRIPE_SECRET_KEY"]
+        > ```
+        Please don't hardcode this — `stripe.api_key = "{key}"` is a live key and it's now in the branch history,
+        so it needs to be rolled too.
+        """, key)
+
+
+@cred("gerrit-review-comment-quoting-ini")
+def _gerrit(rng):
+    pw = person(rng)
+    return out(f"""
+        Patch Set 3:
+
+        (1 comment)
+
+        File conf/gateway.ini:
+
+        PS3, Line 27: smtp_password = {pw}
+        This must come from the vault, not the repo. -1
+        """, pw)
+
+
+@cred("python-traceback-locals-with-better-exceptions")
+def _tb_locals(rng):
+    pw = safe(rng, 16)
+    return out(f"""
+        Traceback (most recent call last):
+          File "/app/sync.py", line 88, in push
+            client.login(user, password)
+                         │     └ '{pw}'
+                         └ 'sync-bot'
+          File "/usr/lib/python3.13/imaplib.py", line 620, in login
+            raise self.error(dat[-1])
+        imaplib.IMAP4.error: b'[AUTHENTICATIONFAILED] Invalid credentials (Failure)'
+        """, pw)
+
+
+@cred("java-exception-spring-bind-properties-dump")
+def _java_bind(rng):
+    pw = safe(rng, 16)
+    return out(f"""
+        ***************************
+        APPLICATION FAILED TO START
+        ***************************
+
+        Description:
+
+        Failed to bind properties under 'spring.mail' to org.springframework.boot.autoconfigure.mail.MailProperties:
+
+            Property: spring.mail.password
+            Value: "{pw}"
+            Origin: class path resource [application-prod.properties] - 14:22
+            Reason: java.lang.IllegalStateException: port must be set
+        """, pw)
+
+
+@cred("dotnet-unhandled-exception-connection-string-in-message")
+def _dotnet_ex(rng):
+    pw = safe(rng, 15)
+    return out(f"""
+        Unhandled exception. System.ArgumentException: Format of the initialization string does not conform to specification starting at index 87.
+           at System.Data.Common.DbConnectionOptions.GetKeyValuePair(String connectionString, Int32 currentPosition)
+           at Microsoft.Data.SqlClient.SqlConnectionString..ctor(String connectionString)
+        Connection string was: Server=sql01;Database=Payroll;User Id=payroll_svc;Password={pw};;;TrustServerCertificate=True
+        """, pw)
+
+
+@cred("php-fatal-error-pdo-exception-stack-args")
+def _php_trace(rng):
+    pw = person(rng)
+    return out(f"""
+        PHP Fatal error:  Uncaught PDOException: SQLSTATE[HY000] [1045] Access denied for user 'shop'@'10.0.0.7' (using password: YES) in /var/www/html/lib/Db.php:22
+        Stack trace:
+        #0 /var/www/html/lib/Db.php(22): PDO->__construct('mysql:host=db;d...', 'shop', '{pw}', Array)
+        #1 /var/www/html/index.php(9): Db::connect()
+        #2 {{main}}
+          thrown in /var/www/html/lib/Db.php on line 22
+        """, pw)
+
+
+@cred("rust-panic-debug-struct-config")
+def _rust_panic(rng):
+    key = "sk_" + hexa(rng, 40)
+    return out(f"""
+        thread 'main' panicked at src/main.rs:57:10:
+        failed to start: Config {{ listen: 0.0.0.0:8080, upstream: "https://api.vendor.example", api_key: "{key}", retries: 3 }}
+        note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+        """, key)
+
+
+@cred("gdb-core-dump-print-struct-credentials")
+def _gdb(rng):
+    pw = safe(rng, 14)
+    return out(f"""
+        (gdb) bt 2
+        #0  0x00007f3a1c2b9e2c in __pthread_kill_implementation () from /lib64/libc.so.6
+        #1  0x000000000041a2f7 in db_connect (cfg=0x7ffd5d1e8a40) at db.c:112
+        (gdb) frame 1
+        (gdb) p *cfg
+        $1 = {{host = 0x1c3f2a0 "10.0.8.4", port = 3306, user = 0x1c3f2c0 "telemetry", passwd = 0x1c3f2e0 "{pw}", timeout = 5}}
+        """, pw)
+
+
+@cred("strings-on-binary-found-hardcoded-secret")
+def _strings(rng):
+    key = "AKIA" + upper(rng, 16)
+    sec = b64(rng, 30)[:40]
+    return out(f"""
+        $ strings -n 12 firmware.bin | grep -iE 'akia|secret' -A1
+        {key}
+        {sec}
+        s3.eu-central-1.amazonaws.com
+        """, sec)
+
+
+@cred("valgrind-log-argv-with-password-flag")
+def _valgrind(rng):
+    pw = safe(rng, 13)
+    return out(f"""
+        ==31337== Memcheck, a memory error detector
+        ==31337== Command: ./ingest --host db.local --user ingest --password {pw} --batch 500
+        ==31337==
+        ==31337== HEAP SUMMARY:
+        ==31337==     in use at exit: 72,704 bytes in 1 blocks
+        """, pw)
+
+
+@cred("kubectl-logs-crashloop-config-echo")
+def _kube_logs(rng):
+    tok = "xoxp-" + digits(rng, 12) + "-" + digits(rng, 12) + "-" + digits(rng, 13) + "-" + hexa(rng, 32)
+    return out(f"""
+        $ kubectl logs deploy/notifier --previous | tail -4
+        {when(rng)} INFO  loading config from env
+        {when(rng)} DEBUG config={{"channel": "#alerts", "slack_token": "{tok}", "dry_run": false}}
+        {when(rng)} ERROR slack: invalid_auth
+        {when(rng)} FATAL exiting
+        """, tok)
+
+
+@cred("journalctl-unit-log-cmdline-with-token")
+def _journal(rng):
+    tok = "tskey-auth-k" + mixed(rng, 10) + "CNTRL-" + mixed(rng, 33)
+    return out(f"""
+        {day(rng)} {hms(rng)} edge-01 systemd[1]: Started tailscale-up.service.
+        {day(rng)} {hms(rng)} edge-01 sh[{rng.randint(900, 9999)}]: + tailscale up --authkey={tok} --advertise-routes=10.50.0.0/16
+        {day(rng)} {hms(rng)} edge-01 sh[{rng.randint(900, 9999)}]: Success.
+        """, tok)
+
+
+@cred("sentry-breadcrumb-http-url-with-api-key-query")
+def _sentry_bc(rng):
+    key = mixed(rng, 32)
+    return out(jd({"type": "http", "category": "fetch", "level": "info", "timestamp": rng.randint(1760000000, 1790000000),
+                   "data": {"method": "GET", "status_code": 200,
+                            "url": f"https://api.openweathermap.org/data/3.0/onecall?lat=52.37&lon=4.89&appid={key}"}}),
+               key)
+
+
+@cred("har-websocket-message-auth-frame")
+def _har_ws(rng):
+    tok = jwt(rng, {"sub": uid(rng), "role": "authenticated", "exp": rng.randint(1790000000, 1800000000)})
+    return out(jd({"_resourceType": "websocket", "request": {"url": "wss://realtime.acme.example/socket"},
+                   "_webSocketMessages": [
+                       {"type": "send", "time": rng.random() * 1e9, "opcode": 1,
+                        "data": json.dumps({"type": "auth", "access_token": tok})},
+                       {"type": "receive", "time": rng.random() * 1e9, "opcode": 1,
+                        "data": "{\"type\":\"auth_ok\"}"}]}), tok)
+
+
+# ==========================================================================================================
+# People writing passwords out: English and other languages and scripts, in the media they use
+# ==========================================================================================================
+
+
+def _m_whatsapp(rng, sender, body):
+    d = f"{rng.randint(1, 28):02d}.{rng.randint(1, 12):02d}.26"
+    return f"[{d}, {hms(rng)}] {sender}: {body}\n[{d}, {hms(rng)}] Du: 👍\n"
+
+
+def _m_telegram_json(rng, sender, body):
+    return jd({"name": "Семья / Family", "type": "private_group", "messages": [
+        {"id": rng.randint(1000, 99999), "type": "message", "date": when(rng)[:19], "from": sender,
+         "from_id": "user" + digits(rng, 9), "text": body}]}) + "\n"
+
+
+def _m_email(rng, sender, body):
+    return (f"From: {sender} <{who(rng)}@mail.example>\nTo: {who(rng)}@mail.example\nDate: {day(rng)} {hms(rng)} +0000\n"
+            f"Subject: =?UTF-8?B?{base64.b64encode(sender.encode()).decode()}?=\nContent-Type: text/plain; charset=UTF-8\n\n"
+            f"{body}\n\n-- \n{sender}\n")
+
+
+def _m_sms_xml(rng, sender, body):
+    esc = body.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
+    return (f"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n<smses count=\"1\">\n"
+            f"  <sms protocol=\"0\" address=\"+{digits(rng, 11)}\" date=\"{rng.randint(1760000000000, 1790000000000)}\" "
+            f"type=\"1\" body=\"{esc}\" read=\"1\" status=\"-1\" contact_name=\"{sender}\" />\n</smses>\n")
+
+
+def _m_line(rng, sender, body):
+    return f"[LINE] Chat history\nSaved on: {day(rng)} {hms(rng)}\n\n{day(rng)}\n{hms(rng)[:5]}\t{sender}\t{body}\n{hms(rng)[:5]}\tMe\tOK\n"
+
+
+def _m_slack(rng, sender, body):
+    return jd([{"type": "message", "user": "U0" + upper(rng, 9), "user_name": sender, "text": body,
+                "ts": f"{rng.randint(1760000000, 1790000000)}.{digits(rng, 6)}"}]) + "\n"
+
+
+def _m_ticket(rng, sender, body):
+    return (f"Ticket #{rng.randint(10000, 99999)}  Status: Open  Priority: Normal\n"
+            f"Requester: {sender}\n---\n{body}\n---\nSent from the support portal\n")
+
+
+def _m_note(rng, sender, body):
+    return f"Notes — {sender} — {day(rng)}\n\n• {body}\n• buy milk\n"
+
+
+def _m_forum(rng, sender, body):
+    return f"Re: help with the new router\nPosted by {sender} » {day(rng)} {hms(rng)[:5]}\n\n{body}\n\nThanks in advance!\n"
+
+
+def _m_voicemail(rng, sender, body):
+    return (f"Voicemail from {sender} (+{digits(rng, 11)}), 0:{rng.randint(15, 59)}\n"
+            f"Transcript: \"{body}\"\n")
+
+
+_MEDIA = {"whatsapp-export": _m_whatsapp, "telegram-json": _m_telegram_json, "email": _m_email,
+          "sms-backup-xml": _m_sms_xml, "line-chat-txt": _m_line, "slack-json": _m_slack, "helpdesk-ticket": _m_ticket,
+          "notes-app": _m_note, "forum-post": _m_forum, "voicemail-transcript": _m_voicemail}
+
+# (shape, medium, sender, body with {pw} and optionally {pw2}); "the password is" in each language's own words.
+_PROSE: list[tuple[str, str, str, str]] = [
+    ("english-imessage-its-all-one-word", "notes-app", "Dad",
+     "new netflix login is our family email and the password's {pw}, it's all one word, capital first letter"),
+    ("english-forum-post-router-admin-default-changed", "forum-post", "techy_gran",
+     "I changed the admin password on the router to {pw} and now the app won't connect, do I need to re-pair it?"),
+    ("english-voicemail-landlord-keybox-and-wifi", "voicemail-transcript", "Landlord Gary",
+     "hey it's Gary, the key box code is {pw2} and the internet password is {pw}, see you Saturday"),
+    ("spanish-mexico-telegram-correo-contrasena", "telegram-json", "Tía Lupita",
+     "Mijo, la contraseña del correo de la tienda es {pw}, no se la pases a nadie"),
+    ("catalan-email-contrasenya-provisional", "email", "Secretaria Escola",
+     "Benvolguda família, l'usuari de l'alumne és el número de matrícula i la contrasenya provisional és {pw}."),
+    ("galician-whatsapp-contrasinal-wifi", "whatsapp-export", "Xoán",
+     "O contrasinal da wifi da casa da aldea é {pw}"),
+    ("basque-sms-pasahitza-da", "sms-backup-xml", "Udala",
+     "Zure aldi baterako pasahitza {pw} da. Aldatu lehen saioan."),
+    ("portuguese-portugal-email-palavra-passe", "email", "Suporte Informático",
+     "Bom dia, a sua nova palavra-passe é {pw}. Por favor altere-a no primeiro acesso."),
+    ("brazilian-portuguese-whatsapp-senha-do-roteador", "whatsapp-export", "Vó Cida",
+     "a senha do roteador novo é {pw} tá escrito atrás dele também"),
+    ("quebec-french-sms-mot-de-passe-temporaire", "sms-backup-xml", "Desjardins",
+     "Ton mot de passe temporaire : {pw} — il expire dans 24 h."),
+    ("swiss-german-ticket-kennwort-lautet", "helpdesk-ticket", "Sekretariat Praxis Meier",
+     "Grüezi, das Kennwort fürs Praxis-Laptop lautet {pw}, aber es geht trotzdem nöd."),
+    ("dutch-notes-app-wachtwoord-van-de-nas", "notes-app", "Joost",
+     "wachtwoord van de NAS is {pw} (admin)"),
+    ("afrikaans-whatsapp-die-wagwoord-is", "whatsapp-export", "Oom Piet",
+     "Die wagwoord vir die plaas se wifi is {pw}, hoofletter voor"),
+    ("danish-email-adgangskoden-er", "email", "IT-afdelingen",
+     "Hej, din midlertidige adgangskode er {pw}. Du bliver bedt om at skifte den ved første login."),
+    ("norwegian-slack-passordet-er", "slack-json", "Kari",
+     "passordet til testbrukeren er {pw} — ikke bruk det i prod"),
+    ("icelandic-sms-lykilordid-er", "sms-backup-xml", "Siggi",
+     "Lykilorðið á þráðlausa netinu er {pw}"),
+    ("finnish-whatsapp-salasana-on", "whatsapp-export", "Äiti",
+     "Mökin wifin salasana on {pw} 😊"),
+    ("estonian-email-parool-on", "email", "Raamatupidamine",
+     "Tere! Palgaprogrammi ajutine parool on {pw}. Palun muuda see esimesel sisselogimisel."),
+    ("latvian-telegram-parole-ir", "telegram-json", "Jānis",
+     "Parole ir {pw}, lietotājvārds tas pats kā e-pastā"),
+    ("lithuanian-ticket-slaptazodis-yra", "helpdesk-ticket", "Rasa K.",
+     "Sveiki, mano slaptažodis yra {pw}, bet sistema sako, kad jis neteisingas."),
+    ("hungarian-notes-a-jelszo", "notes-app", "Bence",
+     "a jelszó a céges VPN-hez: {pw}"),
+    ("slovak-email-heslo-je", "email", "Správca siete",
+     "Dobrý deň, heslo k Wi-Fi v zasadačke je {pw}."),
+    ("slovenian-sms-geslo-je", "sms-backup-xml", "Mojca",
+     "Geslo za wifi je {pw}, lp"),
+    ("croatian-whatsapp-lozinka-je", "whatsapp-export", "Ivana",
+     "Lozinka je {pw} — javi ako ne radi"),
+    ("serbian-cyrillic-viber-style-lozinka", "whatsapp-export", "Милан",
+     "Лозинка за рутер је {pw}"),
+    ("bulgarian-email-parolata-e", "email", "Счетоводство",
+     "Здравейте, паролата за портала е {pw}. Моля, сменете я след първия вход."),
+    ("macedonian-sms-lozinkata-e", "sms-backup-xml", "Билјана",
+     "Лозинката е {pw}"),
+    ("belarusian-telegram-parol", "telegram-json", "Алесь",
+     "Пароль ад роўтара — {pw}"),
+    ("kazakh-whatsapp-kupiya-soz", "whatsapp-export", "Айгерім",
+     "Wi-Fi құпия сөзі: {pw}"),
+    ("mongolian-email-nuuts-ug", "email", "Сургалтын алба",
+     "Сайн байна уу, таны түр нууц үг: {pw}"),
+    ("georgian-sms-paroli-aris", "sms-backup-xml", "ნინო",
+     "ვაიფაის პაროლი არის {pw}"),
+    ("armenian-telegram-gaghtnabar", "telegram-json", "Արամ",
+     "Գաղտնաբառը՝ {pw}"),
+    ("azerbaijani-whatsapp-sifre", "whatsapp-export", "Leyla",
+     "Modemin şifrəsi {pw}-dir"),
+    ("uzbek-telegram-parol", "telegram-json", "Dilshod aka",
+     "Parol: {pw} — hech kimga bermang"),
+    ("urdu-whatsapp-password-hai", "whatsapp-export", "عمران بھائی",
+     "وائی فائی کا پاس ورڈ {pw} ہے"),
+    ("punjabi-gurmukhi-sms-password-hai", "sms-backup-xml", "ਹਰਪ੍ਰੀਤ",
+     "ਵਾਈਫਾਈ ਦਾ ਪਾਸਵਰਡ {pw} ਹੈ"),
+    ("marathi-whatsapp-password-aahe", "whatsapp-export", "आई",
+     "नवीन वायफायचा पासवर्ड {pw} आहे"),
+    ("nepali-email-password-ho", "email", "कार्यालय",
+     "तपाईंको अस्थायी पासवर्ड {pw} हो।"),
+    ("gujarati-sms-password-chhe", "sms-backup-xml", "કિરણ",
+     "દુકાનના કમ્પ્યુટરનો પાસવર્ડ {pw} છે"),
+    ("telugu-whatsapp-password", "whatsapp-export", "అన్నయ్య",
+     "వైఫై పాస్‌వర్డ్ {pw}"),
+    ("kannada-telegram-password-ide", "telegram-json", "ಸುಮಾ",
+     "ಹೊಸ ಪಾಸ್‌ವರ್ಡ್ {pw} ಆಗಿದೆ"),
+    ("malayalam-whatsapp-password-aanu", "whatsapp-export", "ചേട്ടൻ",
+     "റൂട്ടറിന്റെ പാസ്‌വേഡ് {pw} ആണ്"),
+    ("sinhala-sms-murapadaya", "sms-backup-xml", "නිමල්",
+     "වයිෆයි මුරපදය {pw}"),
+    ("burmese-line-sakahwet", "line-chat-txt", "မောင်မောင်",
+     "wifi စကားဝှက်က {pw} ပါ"),
+    ("khmer-telegram-peak-samngat", "telegram-json", "សុភា",
+     "ពាក្យសម្ងាត់គឺ {pw}"),
+    ("lao-whatsapp-lahat-phan", "whatsapp-export", "ນ້ອຍ",
+     "ລະຫັດຜ່ານແມ່ນ {pw}"),
+    ("tagalog-messenger-style-ang-password-ay", "whatsapp-export", "Ate Joy",
+     "Ang password ng wifi ay {pw} ha, wag mo ipamigay"),
+    ("malay-email-kata-laluan-ialah", "email", "Unit ICT",
+     "Salam, kata laluan sementara anda ialah {pw}. Sila tukar selepas log masuk."),
+    ("traditional-chinese-line-mima-shi", "line-chat-txt", "阿嬤",
+     "家裡的wifi密碼是{pw}喔"),
+    ("cantonese-whatsapp-mima-hai", "whatsapp-export", "阿明",
+     "部機個密碼係 {pw}，唔好話俾人知"),
+    ("simplified-chinese-email-chushi-mima", "email", "人事部",
+     "您好，您的初始密码为：{pw}，请首次登录后修改。"),
+    ("japanese-email-shoki-pasuwado-kagikakko", "email", "情報システム部",
+     "お疲れ様です。初期パスワードは「{pw}」です。ログイン後に変更してください。"),
+    ("korean-email-imsi-bimilbeonho", "email", "고객센터",
+     "안녕하세요. 임시 비밀번호는 {pw} 입니다. 로그인 후 반드시 변경해 주세요."),
+    ("amharic-telegram-yeyilef-qal", "telegram-json", "ሰላም",
+     "የዋይፋይ የይለፍ ቃሉ {pw} ነው"),
+    ("hausa-whatsapp-kalmar-sirri", "whatsapp-export", "Musa",
+     "Kalmar sirri ta wifi ita ce {pw}"),
+    ("yoruba-sms-oro-asina", "sms-backup-xml", "Bàbá",
+     "Ọ̀rọ̀ aṣínà wifi ni {pw}"),
+    ("zulu-whatsapp-iphasiwedi", "whatsapp-export", "Sipho",
+     "Iphasiwedi ye-wifi ithi {pw}"),
+    ("somali-sms-furaha-sirta", "sms-backup-xml", "Xamdi",
+     "Furaha sirta ee wifi-ga waa {pw}"),
+    ("welsh-email-y-cyfrinair-yw", "email", "Swyddfa'r Ysgol",
+     "Bore da, y cyfrinair dros dro yw {pw}. Newidiwch ef ar ôl mewngofnodi."),
+    ("irish-sms-focal-faire", "sms-backup-xml", "Seán",
+     "Is é an focal faire don wifi ná {pw}"),
+    ("maltese-whatsapp-il-password-hija", "whatsapp-export", "Marija",
+     "Il-password tal-wifi hija {pw}"),
+    ("esperanto-forum-pasvorto-estas", "forum-post", "verda_stelo",
+     "La pasvorto de la testkonto estas {pw}, bonvolu ne ŝanĝi ĝin."),
+    ("hebrew-email-hasisma-hi", "email", "מחלקת מחשוב",
+     "שלום, הסיסמה הזמנית שלך היא {pw} יש להחליף אותה בכניסה הראשונה."),
+    ("egyptian-arabic-whatsapp-el-password", "whatsapp-export", "أحمد",
+     "الباسورد بتاع الواي فاي {pw} يا باشا"),
+    ("persian-email-ramz-movaghat", "email", "پشتیبانی",
+     "سلام، رمز عبور موقت شما {pw} است. لطفاً پس از ورود آن را تغییر دهید."),
+    ("russian-email-vremennyi-parol", "email", "Служба поддержки",
+     "Здравствуйте! Ваш временный пароль: {pw}. Смените его после входа."),
+    ("ukrainian-sms-parol-do-kabinetu", "sms-backup-xml", "Нова Пошта",
+     "Пароль до кабінету: {pw}. Нікому не повідомляйте."),
+    ("polish-slack-haslo-to", "slack-json", "Kasia",
+     "hasło do konta testowego to {pw} (login: qa-tester)"),
+    ("czech-notes-heslo-na-router", "notes-app", "Petr",
+     "heslo na router: {pw}"),
+    ("greek-sms-kodikos-einai", "sms-backup-xml", "Γιώργος",
+     "Ο κωδικός για το wifi είναι {pw}"),
+    ("turkish-whatsapp-sifresi", "whatsapp-export", "Ayşe Abla",
+     "Modemin şifresi {pw} canım"),
+    ("romanian-slack-parola-este", "slack-json", "Andrei",
+     "parola pentru contul de staging este {pw}"),
+    ("italian-email-la-password-e", "email", "Segreteria",
+     "Buongiorno, la password provvisoria è {pw}. La preghiamo di cambiarla al primo accesso."),
+    ("vietnamese-zalo-style-mat-khau-la", "whatsapp-export", "Chị Hoa",
+     "mật khẩu wifi là {pw} nha em"),
+    ("thai-line-rahat-wifi", "line-chat-txt", "พี่นก",
+     "รหัสผ่าน wifi คือ {pw} นะ"),
+    ("indonesian-whatsapp-sandinya", "whatsapp-export", "Pak RT",
+     "Sandinya {pw} ya pak, huruf besar di depan"),
+    ("hindi-sms-password-hai", "sms-backup-xml", "भैया",
+     "नए राउटर का पासवर्ड {pw} है"),
+    ("bengali-email-password-holo", "email", "অফিস",
+     "আপনার অস্থায়ী পাসওয়ার্ড হলো {pw}"),
+    ("tamil-whatsapp-kadavuchol", "whatsapp-export", "அண்ணா",
+     "வைஃபை கடவுச்சொல் {pw}"),
+    ("swahili-email-nenosiri-ni", "email", "Idara ya TEHAMA",
+     "Habari, nenosiri lako la muda ni {pw}. Tafadhali libadilishe."),
+    ("swedish-sms-losenordet-ar", "sms-backup-xml", "Pappa",
+     "Lösenordet till wifi:t i stugan är {pw}"),
+    ("german-voicemail-das-passwort-ist", "voicemail-transcript", "Frau Schulte",
+     "Hallo, hier Schulte vom Büro, das Passwort für den Drucker ist {pw}, ich hab's Ihnen auch gemailt"),
+    ("french-forum-le-mot-de-passe-est", "forum-post", "bricoleur_59",
+     "J'ai mis le mot de passe {pw} sur la box et depuis la TV ne se connecte plus"),
+    ("spanish-ticket-mi-contrasena-es", "helpdesk-ticket", "Lucía R.",
+     "Hola, mi contraseña es {pw} y no me deja entrar desde ayer."),
+]
+
+
+def _prose_maker(medium: str, sender: str, body: str):
+    def make(rng):
+        pw = secret_for(rng)
+        values = [pw]
+        kw = {"pw": pw}
+        if "{pw2}" in body:
+            kw["pw2"] = digits(rng, 8)
+            values.append(kw["pw2"])
+        return _MEDIA[medium](rng, sender, body.format(**kw)), tuple(values)
+
+    return make
+
+
+for _shape, _medium, _sender, _body in _PROSE:
+    cred(_shape)(_prose_maker(_medium, _sender, _body))
+
+
+# ==========================================================================================================
+# Clean documents: no credential, many look-alikes
+# ==========================================================================================================
+
+
+@clean("clean-otel-genai-chat-span-usage-and-ids")
+def _c_otel(rng):
+    return out(jd({"name": "chat claude-haiku-4-5", "context": {"trace_id": "0x" + trace_id(rng),
+                                                               "span_id": "0x" + span_id(rng)},
+                   "attributes": {"gen_ai.operation.name": "chat", "gen_ai.request.max_tokens": 1024,
+                                  "gen_ai.usage.input_tokens": rng.randint(100, 4000),
+                                  "gen_ai.usage.output_tokens": rng.randint(10, 900),
+                                  "gen_ai.response.id": "msg_" + mixed(rng, 24),
+                                  "gen_ai.response.finish_reasons": ["end_turn"]}}))[0]
+
+
+@clean("clean-langfuse-env-example-placeholders")
+def _c_langfuse(rng):
+    return txt("""
+        # .env.example -- copy to .env and fill in
+        LANGFUSE_PUBLIC_KEY=pk-lf-...
+        LANGFUSE_SECRET_KEY=<your-langfuse-secret-key>
+        LANGFUSE_HOST=https://cloud.langfuse.com
+        OPENAI_API_KEY=<your-api-key>
+        """)
+
+
+@clean("clean-promptfoo-results-token-usage-and-passed")
+def _c_promptfoo(rng):
+    return out(jd({"evalId": "eval-" + mixed(rng, 3) + "-" + when(rng)[:19], "results": {"stats": {
+        "successes": rng.randint(40, 60), "failures": rng.randint(0, 5), "errors": 0,
+        "tokenUsage": {"total": rng.randint(10000, 90000), "prompt": rng.randint(5000, 40000), "cached": 0}},
+        "table": {"head": {"prompts": [{"label": "router.txt", "provider": "groq:llama-3.3-70b-versatile"}]}}},
+        "config": {"tests": "file://tests/router_cases.csv"}, "shareableUrl": None}))[0]
+
+
+@clean("clean-inspect-eval-log-header-model-usage")
+def _c_inspect(rng):
+    return out(jd({"version": 2, "status": "success", "eval": {"task": "gpqa", "task_id": mixed(rng, 22),
+                                                               "model": "openai/gpt-5-mini", "model_args": {},
+                                                               "config": {"max_tokens": 8192, "epochs": 3}},
+                   "stats": {"model_usage": {"openai/gpt-5-mini": {"input_tokens": rng.randint(10 ** 5, 10 ** 6),
+                                                                   "output_tokens": rng.randint(10 ** 4, 10 ** 5)}}}}))[0]
+
+
+@clean("clean-temporal-workflow-describe-run-ids")
+def _c_temporal(rng):
+    return txt(f"""
+        $ temporal workflow describe -w invoice-{digits(rng, 6)}
+        Execution Info:
+          WorkflowId            invoice-{digits(rng, 6)}
+          RunId                 {uid(rng)}
+          Type                  InvoiceWorkflow
+          Namespace             billing.{lower(rng, 5)}
+          TaskQueue             invoices
+          AssignedBuildId       {sha(rng)[:12]}
+          StateTransitionCount  {rng.randint(5, 90)}
+          HistoryLength         {rng.randint(10, 200)}
+        """)
+
+
+@clean("clean-airflow-connection-get-masked")
+def _c_airflow(rng):
+    return txt(f"""
+        $ airflow connections get warehouse_rs -o yaml
+        - conn_id: warehouse_rs
+          conn_type: redshift
+          host: rs-prod.{lower(rng, 8)}.eu-west-1.redshift.amazonaws.com
+          login: etl_user
+          password: '***'
+          port: 5439
+          schema: analytics
+        """)
+
+
+@clean("clean-github-actions-workflow-secrets-and-oidc")
+def _c_gha(rng):
+    return txt(f"""
+        permissions:
+          id-token: write
+          contents: read
+        jobs:
+          deploy:
+            runs-on: ubuntu-24.04
+            steps:
+              - uses: actions/checkout@{sha(rng)}  # v5.0.0
+              - uses: aws-actions/configure-aws-credentials@v5
+                with:
+                  role-to-assume: arn:aws:iam::{digits(rng, 12)}:role/gha-deploy
+                  aws-region: eu-west-1
+              - run: npm publish
+                env:
+                  NODE_AUTH_TOKEN: ${{{{ secrets.NPM_TOKEN }}}}
+        """)
+
+
+@clean("clean-gitlab-ci-job-log-masked-variables")
+def _c_gitlab(rng):
+    return txt(f"""
+        Running with gitlab-runner 18.5.0 ({sha(rng)[:8]})
+          on build-{lower(rng, 6)} t3_{lower(rng, 8)}, system ID: s_{hexa(rng, 12)}
+        $ echo "$CI_REGISTRY_PASSWORD" | docker login -u "$CI_REGISTRY_USER" --password-stdin $CI_REGISTRY
+        WARNING! Your credentials are stored unencrypted in '/root/.docker/config.json'.
+        Login Succeeded
+        $ echo "token is [MASKED]"
+        token is [MASKED]
+        Job succeeded
+        """)
+
+
+@clean("clean-npmrc-and-pip-conf-env-references")
+def _c_npmrc(rng):
+    return txt("""
+        # .npmrc
+        //registry.npmjs.org/:_authToken=${NPM_TOKEN}
+        @acme:registry=https://npm.pkg.github.com
+        # pip.conf
+        [global]
+        index-url = https://__token__:${PIP_INDEX_TOKEN}@pypi.acme.example/simple/
+        """)
+
+
+@clean("clean-cargo-lock-and-package-checksums")
+def _c_cargo(rng):
+    return txt(f"""
+        [[package]]
+        name = "tokio"
+        version = "1.48.0"
+        source = "registry+https://github.com/rust-lang/crates.io-index"
+        checksum = "{sha256(rng)}"
+
+        [[package]]
+        name = "tokenizers"
+        version = "0.22.1"
+        source = "registry+https://github.com/rust-lang/crates.io-index"
+        checksum = "{sha256(rng)}"
+        """)
+
+
+@clean("clean-poetry-lock-hashes-and-uv-lock-wheels")
+def _c_poetry(rng):
+    return txt(f"""
+        [[package]]
+        name = "passlib"
+        version = "1.7.4"
+        files = [
+            {{file = "passlib-1.7.4-py2.py3-none-any.whl", hash = "sha256:{sha256(rng)}"}},
+            {{file = "passlib-1.7.4.tar.gz", hash = "sha256:{sha256(rng)}"}},
+        ]
+        """)
+
+
+@clean("clean-docker-config-json-credsstore-only")
+def _c_docker(rng):
+    return out(jd({"auths": {"ghcr.io": {}, "https://index.docker.io/v1/": {}}, "credsStore": "osxkeychain",
+                   "credHelpers": {f"{digits(rng, 12)}.dkr.ecr.eu-west-1.amazonaws.com": "ecr-login"},
+                   "currentContext": "orbstack"}, 1))[0]
+
+
+@clean("clean-helm-values-existing-secret-and-password-min-length")
+def _c_helm(rng):
+    return txt("""
+        auth:
+          existingSecret: keycloak-db
+          secretKeys:
+            adminPasswordKey: admin-password
+            userPasswordKey: password
+        passwordPolicy: "length(12) and upperCase(1) and digits(1)"
+        password_min_length: 12
+        """)
+
+
+@clean("clean-maven-settings-encrypted-passwords-only")
+def _c_maven(rng):
+    return txt(f"""
+        <settings>
+          <servers>
+            <server>
+              <id>central</id>
+              <username>${{env.CENTRAL_USER}}</username>
+              <password>${{env.CENTRAL_PASSWORD}}</password>
+            </server>
+          </servers>
+          <mirrors><mirror><id>nexus</id><url>https://nexus.acme.example/repository/maven-public/</url></mirror></mirrors>
+          <!-- build {sha(rng)[:10]} -->
+        </settings>
+        """)
+
+
+@clean("clean-zsh-history-ordinary-commands")
+def _c_zsh(rng):
+    t = rng.randint(1760000000, 1790000000)
+    return txt(f"""
+        : {t}:0;git log --oneline -5
+        : {t + 3}:0;git checkout -b fix/keyboard-shortcuts
+        : {t + 40}:0;uv run pytest -q -k "password_reset and not slow"
+        : {t + 95}:0;docker compose up -d postgres
+        : {t + 120}:0;echo $DB_PASSWORD | wc -c
+        """)
+
+
+@clean("clean-powershell-transcript-get-credential-prompt")
+def _c_ps(rng):
+    return txt("""
+        PS C:\\> $cred = Get-Credential -UserName "ACME\\svc-sql" -Message "SQL service account"
+        PowerShell credential request
+        SQL service account
+        Password for user ACME\\svc-sql: ************
+
+        PS C:\\> $cred.UserName
+        ACME\\svc-sql
+        PS C:\\> $cred.Password
+        System.Security.SecureString
+        """)
+
+
+@clean("clean-jupyter-notebook-tokenizer-and-getpass")
+def _c_jupyter(rng):
+    cell = {"cell_type": "code", "execution_count": rng.randint(1, 30), "metadata": {},
+            "source": ["from getpass import getpass\n", "tok = AutoTokenizer.from_pretrained('bert-base-cased')\n",
+                       "hf_token = getpass('HF token: ')\n", "print(tok('the password field').input_ids)"],
+            "outputs": [{"output_type": "stream", "name": "stdout",
+                         "text": [f"[101, 1103, {rng.randint(1000, 9999)}, 1783, 102]\n"]}]}
+    return out(jd(cell, 1))[0]
+
+
+@clean("clean-vscode-settings-secret-storage-refs")
+def _c_vscode(rng):
+    return txt("""
+        {
+          "editor.fontFamily": "JetBrains Mono",
+          "keyboard.dispatch": "keyCode",
+          "github.copilot.enable": { "*": true, "plaintext": false },
+          "sqltools.connections": [
+            { "name": "local", "driver": "PostgreSQL", "server": "localhost", "port": 5432,
+              "database": "app", "username": "app", "askForPassword": true }
+          ]
+        }
+        """)
+
+
+@clean("clean-slack-thread-about-password-reset-policy")
+def _c_slack(rng):
+    return out(jd([{"user_name": who(rng), "text": "reminder: passwords now need 14+ characters, the "
+                                                  "password_min_length check ships Monday",
+                    "ts": f"{rng.randint(1760000000, 1790000000)}.{digits(rng, 6)}"},
+                   {"user_name": who(rng), "text": "does that apply to service accounts? those use keys from vault",
+                    "ts": f"{rng.randint(1760000000, 1790000000)}.{digits(rng, 6)}"}]))[0]
+
+
+@clean("clean-email-phishing-warning-multilingual")
+def _c_phish(rng):
+    return txt("""
+        Subject: [IT] Never share your password / Ne partagez jamais votre mot de passe
+
+        EN: We will never ask for your password by e-mail or phone.
+        FR: Nous ne vous demanderons jamais votre mot de passe.
+        DE: Wir fragen Sie niemals nach Ihrem Passwort.
+        ES: Nunca le pediremos su contraseña.
+        JA: パスワードをお尋ねすることはありません。
+        If in doubt, forward the message to phishing@acme.example.
+        """)
+
+
+@clean("clean-whatsapp-export-asking-for-wifi-no-answer")
+def _c_wa(rng):
+    d = f"{rng.randint(1, 28):02d}.{rng.randint(1, 12):02d}.26"
+    return txt(f"""
+        [{d}, {hms(rng)}] Oma: Wie ist das WLAN-Passwort nochmal?
+        [{d}, {hms(rng)}] Du: steht hinten auf dem Router, auf dem weißen Aufkleber
+        [{d}, {hms(rng)}] Oma: Ah gefunden, danke!
+        """)
+
+
+@clean("clean-japanese-and-korean-password-policy-notice")
+def _c_cjk(rng):
+    return txt("""
+        【お知らせ】パスワードは12文字以上で、英大文字・数字・記号を含めてください。
+        【안내】비밀번호는 12자 이상이어야 하며, 이전 비밀번호는 재사용할 수 없습니다.
+        【通知】密码长度至少为12位，请勿使用生日等易猜测的信息。
+        """)
+
+
+@clean("clean-arabic-and-hebrew-reset-instructions")
+def _c_rtl(rng):
+    return txt("""
+        لإعادة تعيين كلمة المرور، اضغط على "نسيت كلمة المرور" وأدخل بريدك الإلكتروني.
+        כדי לאפס את הסיסמה, לחצו על "שכחתי סיסמה" והזינו את כתובת הדוא"ל.
+        """)
+
+
+@clean("clean-russian-and-ukrainian-it-notice")
+def _c_cyr(rng):
+    return txt(f"""
+        Уважаемые коллеги! {day(rng)} пароли всех учётных записей будут сброшены.
+        Новый пароль вы получите в личном кабинете, по почте мы его не отправляем.
+        Шановні колеги! Пароль не надсилається електронною поштою.
+        """)
+
+
+@clean("clean-hl7-adt-message-no-credentials")
+def _c_hl7(rng):
+    return txt(f"""
+        MSH|^~\\&|ADT1|GENHOSP|LAB|GENHOSP|2026{rng.randint(1, 12):02d}{rng.randint(10, 28)}{rng.randint(100000, 235959)}||ADT^A01|{digits(rng, 10)}|P|2.5.1
+        EVN|A01|2026{rng.randint(1, 12):02d}{rng.randint(10, 28)}
+        PID|1||{digits(rng, 8)}^^^GENHOSP^MR||ROE^RICHARD||19700101|M
+        PV1|1|I|W3^312^1
+        """)
+
+
+@clean("clean-fhir-capability-statement-smart-urls")
+def _c_fhir(rng):
+    return out(jd({"resourceType": "CapabilityStatement", "status": "active", "fhirVersion": "4.0.1",
+                   "rest": [{"mode": "server", "security": {"extension": [{
+                       "url": "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris",
+                       "extension": [{"url": "token", "valueUri": "https://auth.ehr.example/token"},
+                                     {"url": "authorize", "valueUri": "https://auth.ehr.example/authorize"}]}],
+                       "service": [{"text": "SMART-on-FHIR"}]}}],
+                   "id": uid(rng)}))[0]
+
+
+@clean("clean-ldif-hashed-userpassword-ssha")
+def _c_ldif(rng):
+    return txt(f"""
+        dn: uid=jdoe,ou=people,dc=acme,dc=example
+        objectClass: inetOrgPerson
+        uid: jdoe
+        cn: Jane Doe
+        userPassword: {{SSHA}}{b64(rng, 24)}
+        pwdChangedTime: 2026{rng.randint(1, 12):02d}{rng.randint(10, 28)}120000Z
+        """)
+
+
+@clean("clean-oidc-discovery-and-jwks-public")
+def _c_jwks(rng):
+    return out(jd({"keys": [{"kty": "RSA", "kid": hexa(rng, 16), "use": "sig", "alg": "RS256", "e": "AQAB",
+                             "n": b64url(rng, 256)},
+                            {"kty": "EC", "kid": hexa(rng, 16), "crv": "P-256", "x": b64url(rng, 32),
+                             "y": b64url(rng, 32)}]}))[0]
+
+
+@clean("clean-saml-metadata-public-certificate")
+def _c_saml(rng):
+    return txt(f"""
+        <md:EntityDescriptor entityID="https://idp.acme.example/saml" xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata">
+          <md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
+            <md:KeyDescriptor use="signing">
+              <ds:KeyInfo xmlns:ds="http://www.w3.org/2000/09/xmldsig#">
+                <ds:X509Data><ds:X509Certificate>MIIDdzCCAl+gAwIBAgIE{b64(rng, 90)}</ds:X509Certificate></ds:X509Data>
+              </ds:KeyInfo>
+            </md:KeyDescriptor>
+          </md:IDPSSODescriptor>
+        </md:EntityDescriptor>
+        """)
+
+
+@clean("clean-krb5-conf-and-klist-output")
+def _c_krb(rng):
+    return txt(f"""
+        $ klist
+        Ticket cache: KCM:1000:{digits(rng, 5)}
+        Default principal: {who(rng)}@CORP.ACME.EXAMPLE
+
+        Valid starting       Expires              Service principal
+        {day(rng)} 08:01:12  {day(rng)} 18:01:12  krbtgt/CORP.ACME.EXAMPLE@CORP.ACME.EXAMPLE
+                renew until {day(rng)} 08:01:10
+        """)
+
+
+@clean("clean-ssh-authorized-keys-and-known-hosts")
+def _c_ssh(rng):
+    return txt(f"""
+        # ~/.ssh/authorized_keys
+        ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{b64(rng, 24).rstrip('=')} {who(rng)}@laptop
+        # ~/.ssh/known_hosts
+        |1|{b64(rng, 20)}|{b64(rng, 20)} ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBB{b64(rng, 60)}
+        """)
+
+
+@clean("clean-gpg-list-keys-fingerprints")
+def _c_gpg(rng):
+    fp = hexa(rng, 40).upper()
+    return txt(f"""
+        $ gpg --list-secret-keys --keyid-format=long
+        sec   ed25519/{fp[-16:]} {day(rng)} [SC] [expires: 2028-01-01]
+              {fp}
+        uid                 [ultimate] Acme Release <release@acme.example>
+        ssb   cv25519/{hexa(rng, 16).upper()} {day(rng)} [E]
+        """)
+
+
+@clean("clean-sops-k8s-secret-stringdata-enc-with-age-recipient")
+def _c_sops(rng):
+    return txt(f"""
+        stringData:
+            RABBITMQ_DEFAULT_PASS: ENC[AES256_GCM,data:{b64(rng, 18)},iv:{b64(rng, 32)},tag:{b64(rng, 16)},type:str]
+        sops:
+            age:
+                - recipient: age1{chars(rng, "qpzry9x8gf2tvdw0s3jn54khce6mua7l", 58)}
+            lastmodified: "{when(rng)[:19]}Z"
+            mac: ENC[AES256_GCM,data:{b64(rng, 32)},iv:{b64(rng, 32)},tag:{b64(rng, 16)},type:str]
+            version: 3.11.0
+        """)
+
+
+@clean("clean-bitwarden-encrypted-export-header")
+def _c_bw(rng):
+    return out(jd({"encrypted": True, "passwordProtected": True, "salt": b64(rng, 16), "kdfType": 0,
+                   "kdfIterations": 600000, "encKeyValidation_DO_NOT_EDIT": "2." + b64(rng, 16) + "|" + b64(rng, 32),
+                   "data": "2." + b64(rng, 16) + "|" + b64(rng, 96) + "|" + b64(rng, 32)}))[0]
+
+
+@clean("clean-django-settings-reads-environ")
+def _c_django(rng):
+    return txt("""
+        DATABASES = {"default": env.db("DATABASE_URL")}
+        EMAIL_HOST_PASSWORD = os.environ["EMAIL_HOST_PASSWORD"]
+        AUTH_PASSWORD_VALIDATORS = [
+            {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+        ]
+        PASSWORD_HASHERS = ["django.contrib.auth.hashers.Argon2PasswordHasher"]
+        """)
+
+
+@clean("clean-rails-database-yml-env-only")
+def _c_rails(rng):
+    return txt("""
+        production:
+          <<: *default
+          database: shop_production
+          username: shop
+          password: <%= ENV["SHOP_DATABASE_PASSWORD"] %>
+          host: <%= ENV.fetch("DB_HOST", "localhost") %>
+        """)
+
+
+@clean("clean-spring-yml-placeholders-and-vault-refs")
+def _c_spring(rng):
+    return txt("""
+        spring:
+          datasource:
+            url: jdbc:postgresql://${DB_HOST:localhost}:5432/orders
+            username: ${DB_USER}
+            password: ${DB_PASSWORD}
+          cloud:
+            vault:
+              kv:
+                backend: secret
+        app.security.jwt.secret: ${vault.jwt-secret}
+        """)
+
+
+@clean("clean-prisma-schema-env-url")
+def _c_prisma(rng):
+    return txt("""
+        datasource db {
+          provider  = "postgresql"
+          url       = env("DATABASE_URL")
+          directUrl = env("DIRECT_URL")
+        }
+        model User {
+          id           String @id @default(uuid())
+          passwordHash String
+        }
+        """)
+
+
+@clean("clean-compose-file-docker-secrets")
+def _c_compose(rng):
+    return txt("""
+        services:
+          db:
+            image: postgres:17
+            environment:
+              POSTGRES_PASSWORD_FILE: /run/secrets/pg_password
+            secrets: [pg_password]
+          app:
+            command: sh -c 'export DB_PASSWORD="$(cat /run/secrets/pg_password)" && exec ./server'
+        secrets:
+          pg_password:
+            file: ./secrets/pg_password.txt
+        """)
+
+
+@clean("clean-csv-onboarding-sheet-without-passwords")
+def _c_csv(rng):
+    return txt(f"""
+        Name,Start date,Laptop,Email,Temp password,Done?
+        {who(rng).capitalize()},{day(rng)},MBP-{digits(rng, 4)},new1@acme.example,(sent via 1Password),TRUE
+        {who(rng).capitalize()},{day(rng)},XPS-{digits(rng, 4)},new2@acme.example,********,FALSE
+        """)
+
+
+@clean("clean-ocr-router-sticker-serials-and-mac")
+def _c_ocr(rng):
+    return txt(f"""
+        [tesseract 5.5 output: IMG_{digits(rng, 4)}.HEIC]
+        Model: Speedport Smart 4   S/N: {upper(rng, 14)}
+        MAC: {":".join(rng.randbytes(1).hex().upper() for _ in range(6))}
+        IMEI: {digits(rng, 15)}
+        FW: 010139.4.8.005.0
+        """)
+
+
+@clean("clean-git-diff-renames-password-variable")
+def _c_diff(rng):
+    return txt(f"""
+        diff --git a/src/auth/forms.py b/src/auth/forms.py
+        index {sha(rng)[:7]}..{sha(rng)[:7]} 100644
+        --- a/src/auth/forms.py
+        +++ b/src/auth/forms.py
+        @@ -8,3 +8,3 @@ class LoginForm(forms.Form):
+        -    passwd = forms.CharField(widget=forms.PasswordInput)
+        +    password = forms.CharField(widget=forms.PasswordInput, min_length=settings.PASSWORD_MIN_LENGTH)
+        """)
+
+
+@clean("clean-python-traceback-with-redacted-locals")
+def _c_tb(rng):
+    return txt("""
+        Traceback (most recent call last):
+          File "/app/sync.py", line 88, in push
+            client.login(user, password)
+                         │     └ '[REDACTED]'
+                         └ 'sync-bot'
+        imaplib.IMAP4.error: b'[AUTHENTICATIONFAILED] Invalid credentials (Failure)'
+        """)
+
+
+@clean("clean-kubectl-get-secret-keys-without-values")
+def _c_kube(rng):
+    return txt(f"""
+        $ kubectl describe secret notifier-env
+        Name:         notifier-env
+        Namespace:    default
+        Type:         Opaque
+
+        Data
+        ====
+        slack_token:   {rng.randint(50, 80)} bytes
+        webhook_url:   {rng.randint(60, 120)} bytes
+        """)
+
+
+@clean("clean-base64-of-non-secret-json-config")
+def _c_b64(rng):
+    payload = base64.b64encode(json.dumps({"theme": "dark", "locale": "pt-BR",
+                                           "features": ["keyboard-nav", "passkeys"]}).encode()).decode()
+    return txt(f"""
+        Set-Cookie: ui_prefs={payload}; Path=/; SameSite=Lax
+        X-Request-Id: {uid(rng)}
+        ETag: W/"{sha(rng)}"
+        """)
+
+
+@clean("clean-pytest-output-passed-and-keyboard-tests")
+def _c_pytest(rng):
+    return txt(f"""
+        ============================= test session starts ==============================
+        collected {rng.randint(100, 400)} items
+
+        tests/test_keyboard_shortcuts.py ........                                [  8%]
+        tests/test_password_strength.py ...........                              [ 19%]
+        tests/test_tokenizer.py .....                                            [ 24%]
+        ======================= {rng.randint(100, 400)} passed in {rng.randint(2, 40)}.{rng.randint(10, 99)}s =======================
+        """)
+
+
+@clean("clean-wireshark-radius-summary-no-secret")
+def _c_radius(rng):
+    return txt(f"""
+        No.  Time      Source        Destination   Protocol Length Info
+        {rng.randint(1, 99)}   0.000000  {ip(rng)}  {ip(rng)}  RADIUS   {rng.randint(90, 200)}    Access-Request id={rng.randint(0, 255)}
+        {rng.randint(1, 99)}   0.004210  {ip(rng)}  {ip(rng)}  RADIUS   {rng.randint(20, 60)}     Access-Accept id={rng.randint(0, 255)}
+            Authenticator: {hexa(rng, 32)}
+        """)
+
+
+@clean("clean-stripe-cli-config-test-publishable-only")
+def _c_stripe(rng):
+    return txt(f"""
+        [default]
+          device_name = "{who(rng)}-mbp"
+          display_name = "Acme Ltd"
+          test_mode_pub_key = "pk_test_{mixed(rng, 99)}"
+          test_mode_key_expires_at = "{day(rng)}"
+        """)
+
+
+@clean("clean-masked-keys-in-provider-dashboard-copy")
+def _c_masked(rng):
+    return txt(f"""
+        API keys
+        NAME            KEY                         CREATED       LAST USED
+        ci-evals        sk-proj-****{lower(rng, 4)}       {day(rng)}    {day(rng)}
+        notebook        gsk_****{lower(rng, 4)}           {day(rng)}    never
+        prod-router     sk-ant-api03-...{lower(rng, 4)}   {day(rng)}    {day(rng)}
+        """)
+
+
+@clean("clean-iot-device-info-json-serials")
+def _c_iot(rng):
+    return out(jd({"name": "shellyplus1-" + hexa(rng, 12), "id": "shellyplus1-" + hexa(rng, 12),
+                   "mac": hexa(rng, 12).upper(), "model": "SNSW-001X16EU", "gen": 2, "fw_id": "20260115-094500/1.5.1-g" + sha(rng)[:7],
+                   "ver": "1.5.1", "app": "Plus1", "auth_en": True, "auth_domain": "shellyplus1-" + hexa(rng, 12)}))[0]
+
+
+@clean("clean-steam-server-cfg-placeholders")
+def _c_game(rng):
+    return txt("""
+        // server.cfg (template -- real values come from env)
+        hostname "Friday Night Frags"
+        rcon_password "CHANGE_ME_PLACEHOLDER"
+        sv_password ""
+        sv_setsteamaccount "<your-gslt-here>"
+        """)
+
+
+@clean("clean-sentry-event-scrubbed-fields")
+def _c_sentry(rng):
+    return out(jd({"event_id": hexa(rng, 32), "level": "error", "platform": "python",
+                   "request": {"url": "https://api.acme.example/login", "method": "POST",
+                               "data": {"username": "jdoe", "password": "[Filtered]"},
+                               "headers": {"Authorization": "[Filtered]", "User-Agent": "okhttp/4.12.0"}},
+                   "_meta": {"request": {"data": {"password": {"": {"rem": [["@password", "s", 0, 10]]}}}}}}))[0]
+
+
+@clean("clean-modal-and-replicate-docs-snippet-placeholders")
+def _c_docs(rng):
+    return txt("""
+        ## Setup
+        ```bash
+        modal token set --token-id <token-id> --token-secret <token-secret>
+        export REPLICATE_API_TOKEN=r8_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+        export GROQ_API_KEY="your-groq-api-key"
+        ```
+        Replace the placeholders above with your own values; never commit them.
+        """)
 
 
 SHAPES = tuple(name for name, _ in _CRED)
