@@ -16,8 +16,9 @@ message or person writes in 2026:
   and phones (Slack, Teams, Discord, Matrix, WhatsApp, SMS, voicemail, tickets), IoT, routers, printers, cameras,
   consoles, payments, HL7 and FHIR, LDAP, Kerberos, RADIUS, SAML, OIDC, SSH, GPG, age, sops, password-manager
   exports, database URLs and ORM configs in many languages, spreadsheets, OCR text, pastebins, diffs, review
-  comments, stack traces and core dumps, and people spelling passwords out in English and some forty other
-  languages and scripts, each with its own way of saying "the password is".
+  comments, stack traces and core dumps, and people spelling passwords out in English and some seventy other
+  languages, variants and scripts (chat exports, e-mail, SMS backups, notes, forums, tickets, voicemail), each with
+  its own way of saying "the password is".
 
 Each credential document plants one or two values that appear verbatim in its text, each 8 characters or more.
 Usernames, client/app/key ids, account and project ids, public keys, hashes, request/trace/span ids and masked
@@ -1532,10 +1533,11 @@ def _deno(rng):
 @cred("pub-dev-credentials-json-oauth")
 def _pub(rng):
     refresh = "1//0" + b64url(rng, 75)
-    return out(jd({"accessToken": "ya29." + b64url(rng, 120), "refreshToken": refresh,
+    access = "ya29." + b64url(rng, 120)
+    return out(jd({"accessToken": access, "refreshToken": refresh,
                    "idToken": None, "tokenEndpoint": "https://accounts.google.com/o/oauth2/token",
                    "scopes": ["openid", "https://www.googleapis.com/auth/userinfo.email"],
-                   "expiration": rng.randint(1760000000000, 1790000000000)}), refresh)
+                   "expiration": rng.randint(1760000000000, 1790000000000)}), access, refresh)
 
 
 @cred("hex-pm-config-api-key-elixir")
@@ -1638,7 +1640,7 @@ def _ps_transcript(rng):
     return out(f"""
         **********************
         Windows PowerShell transcript start
-        Start time: 2026{rng.randint(1, 12):02d}{rng.randint(10, 28)}{rng.randint(100000, 235959)}
+        Start time: 2026{rng.randint(1, 12):02d}{rng.randint(10, 28)}{hms(rng).replace(":", "")}
         Username: ACME\\{who(rng)}
         Machine: WKS-{digits(rng, 5)} (Microsoft Windows NT 10.0.26100.0)
         **********************
@@ -2312,7 +2314,7 @@ def _ha_secrets(rng):
         """, pw, tok)
 
 
-@cred("zigbee2mqtt-configuration-network-key-array")
+@cred("zigbee2mqtt-configuration-mqtt-password-network-key-generate")
 def _z2m(rng):
     pw = safe(rng, 14)
     return out(f"""
@@ -2839,9 +2841,9 @@ def _ssh_chat(rng):
         [{hms(rng)}] <{who(rng)}> ```
         -----BEGIN OPENSSH PRIVATE KEY-----
         {line}
-        {b64(rng, 52)}
-        {b64(rng, 52)}
-        {b64(rng, 16)}
+        {b64(rng, 51)}
+        {b64(rng, 51)}
+        {b64(rng, 15)}
         -----END OPENSSH PRIVATE KEY-----
         ```
         [{hms(rng)}] <{who(rng)}> that's the PRIVATE half, please delete that message
@@ -3662,7 +3664,7 @@ def _har_ws(rng):
 
 def _m_whatsapp(rng, sender, body):
     d = f"{rng.randint(1, 28):02d}.{rng.randint(1, 12):02d}.26"
-    return f"[{d}, {hms(rng)}] {sender}: {body}\n[{d}, {hms(rng)}] Du: 👍\n"
+    return f"[{d}, {hms(rng)}] {sender}: {body}\n[{d}, {hms(rng)}] {who(rng).capitalize()}: 👍\n"
 
 
 def _m_telegram_json(rng, sender, body):
