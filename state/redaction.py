@@ -28,6 +28,7 @@ from urllib.parse import quote, quote_plus
 from state.detector_switch import fail_closed_enabled
 from state.failclosed import harmless_value, may_fail_closed
 from state.freetext import (
+    CODES_SIGN,
     COMMANDS,
     CRACKED_SIGN,
     EXPECT_SIGN,
@@ -103,6 +104,7 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     **{command.sign: command.confirm for command in COMMANDS},
     EXPECT_SIGN: None,
     CRACKED_SIGN: re.compile(r"--show\b"),
+    CODES_SIGN: re.compile(r"(?i) codes\b"),
     **WIFI_SIGNS,
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
@@ -125,8 +127,10 @@ def _pattern_spans(text: str) -> Iterator[tuple[int, int]]:
 # -- keys in free text ---------------------------------------------------------------------------------------
 
 # A key with its decoration and separator: "key": / 'key': / \"key\": / **key**: / `key`: / key= / KEY = / key =>.
+# A key starts a word, or follows a JSON escape, or (round 13) a define flag glued to it (a compiler's, cmake's or
+# Java's `-D`: `-DWIFI_PASS=\"…\"`, `-Dspring.datasource.password=…`).
 _KEY = re.compile(
-    r"""(?:(?<![\w\-])|(?<=\\[nrt]))(?P<lead>\\*["'`]|(?P<bold>\*{1,2})|_{1,2})?(?P<name>[A-Za-z][\w\-.]*?)(?P<trail>\\*["'`]|\*{1,2}|_{1,2})?"""
+    r"""(?:(?<![\w\-])|(?<=\\[nrt]|-D))(?P<lead>\\*["'`]|(?P<bold>\*{1,2})|_{1,2})?(?P<name>[A-Za-z][\w\-.]*?)(?P<trail>\\*["'`]|\*{1,2}|_{1,2})?"""
     # `**key:**`: the stars after the colon close the bold the name opened (else they start the value: `__token__:****@…`)
     r"""(?P<sp>[ \t]*)(?P<sep>:(?(bold)\*{0,2})(?![:/])|=>|=(?![=~]))[ \t]*"""
 )
@@ -597,6 +601,13 @@ def secrets_in(value: Any, sensitive: frozenset[str], *, parse_text: bool = True
     return {v for v in found if is_maskable(v)}
 
 
+# Class (round 13): the members of a map named for keys of a secret kind (Z-Wave JS's `securityKeys`, a config's
+# `encryptionKeys`, `signingKeys`): each member is a key whatever its own name (`S0_Legacy`, `primary`), when it has a
+# key's form (hex or base64, 16 characters or more); not `authorized_keys`, `public_keys`, `ssh_keys`.
+_KEY_MAP = re.compile(r"(?:^|_)(?:security|encryption|network|signing|secret|private|master|access|session|shared|symmetric|hmac|aes)_keys$")
+_KEY_MEMBER = re.compile(r"[0-9A-Fa-f]{16,512}|(?=[^\s]*\d)[A-Za-z0-9+/_\-]{16,512}={0,2}")
+
+
 def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text: bool) -> None:
     if isinstance(value, str):
         if parse_text:
@@ -612,6 +623,8 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
                     for leaf in _leaves(item):
                         found.update(_text_secrets(leaf, sensitive))
             else:
+                if isinstance(item, dict) and _KEY_MAP.search(normalise_key(str(key))):
+                    found.update(leaf for leaf in item.values() if isinstance(leaf, str) and _KEY_MEMBER.fullmatch(leaf) and not harmless_value(leaf))
                 _collect(item, sensitive, found, parse_text)
     elif isinstance(value, list | tuple):
         for item in value:
