@@ -291,9 +291,23 @@ def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) 
         if learning and names_a_hash(match.group("name")):
             continue
         span = _value_span(text, match)
+        if span is not None and learning and match.group("sep") == ":" and _prose_label(text, match.start(), span[0]):
+            continue
         if span is not None:
             masked_to = span[1]
             yield span
+
+
+# Class (round 13): a name ending a line of prose (`Currently stored credentials:`, then a tool's listing of targets
+# and types) labels what follows, it is no YAML key: the block under it is not learnt whole (masked all the same;
+# a list of credentials under such a label is read line by line: `state.freetext`'s listed values).
+_PROSE_BEFORE = re.compile(r"[^\W\d_]{2,}[ \t]+\Z")
+
+
+def _prose_label(text: str, key_start: int, value_start: int) -> bool:
+    line_start = text.rfind("\n", 0, key_start) + 1
+    line_end = text.find("\n", key_start)
+    return line_end != -1 and value_start >= line_end and _PROSE_BEFORE.search(text, line_start, key_start) is not None
 
 
 def merge_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
