@@ -252,6 +252,8 @@ AWP_SENSITIVE_FIELDS = env_list(
     # Cebuano, Tigrinya.
     "mawu_achinsinsi,lea_fakapulipuli,ʻōlelo_huna,ñe'ẽñemi,серһүҙ,серсүз,paswot,awal_uffir,ⴰⵡⴰⵍ_ⵓⴼⴼⵉⵔ,tago_nga_pulong,"
     "ቃለ_ምስጢር,"
+    # Round 13: Swahili's words as written apart (`neno la siri`, beside `nenosiri`).
+    "neno_la_siri,"
     # Round 12: "secret key" and "private key" in other languages (a comment or a label beside a signing key).
     "clave_secreta,clave_privada,chave_secreta,chave_privada,clé_secrète,clé_privée,chiave_segreta,chiave_privata,"
     "geheimer_schlüssel,privater_schlüssel,geheime_sleutel,secretsleutel,klucz_prywatny,tajny_klucz,gizli_anahtar,"

@@ -83,6 +83,7 @@ _ID_FORMS = re.compile(
     nonce-
     | arn:aws[\w-]*:
     | [0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$                                # traceparent
+    | [a-z]{2,}(?:[_\-][a-z]{2,})*-(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,16}$             # a name with a short hex id (`tfplan-6cae8c18c2dd`)
     | (?:[0-9A-F]{2}:){15,}                                                             # colon-hex fingerprint
     | [a-z0-9]+(?:-[a-z0-9]+)*-[a-z0-9]{8,10}-[a-z0-9]{5}$                                # Kubernetes pod name
     | (?:cus|ch|pi|pm|py|in|ii|sub|si|prod|price|evt|txn|acct|re|req|po|tr|src|card|ba|seti|cs|plink)_[A-Za-z0-9]{8,}$  # Stripe object ids
@@ -579,6 +580,8 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True  # what a prompt echoes for each character typed (`········`, `••••••••`), not what was typed
     if _CLOSING_TAG.match(value):
         return True  # the markup after a label (`Password:</b> …`): the value, if any, follows it
+    if _SENTENCE.search(value) or _BLOCK_KEY.fullmatch(value):
+        return True  # a sentence in a script written without spaces (`…に設定してください。`), a key opening a block
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
     return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
@@ -614,8 +617,17 @@ _RECORD = re.compile(
 )
 # Code that computes a value, not a literal: a call or a subscript of a lower-case name (`base64.b64decode(b64salt)`,
 # `data[:22],`, `_cookie_signer_salt(cookie_name`), a call's opening alone (a repr's `SecretStr('**********')`).
-_EXPRESSION = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*[(\[](?:.*[)\],;:]|[^)\]]*)$|[A-Za-z_][\w.]*\(b?[\"']?$")
+# Round 13: a member of any case after the lower-case name (`prefs.getString("password", "")`, `cfg.GetValue(…)`),
+# and a comment after the code (`os.getenv("DB_PASSWORD")  # set by the operator`).
+_EXPRESSION = re.compile(
+    r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*[(\[](?:.*[)\],;:]|[^)\]]*)(?:[ \t]+(?://|#)[ \t][^\n]*)?$|[A-Za-z_][\w.]*\(b?[\"']?$"
+)
 _CLOSING_TAG = re.compile(r"</[A-Za-z][\w:.\-]*>")
+# Class (round 13): a sentence where a value was looked for: a CJK full stop or comma, or kana particles in a row
+# (`パスワードは12文字以上に設定してください。`: the rule, not a password).
+_SENTENCE = re.compile(r"[。、]|[\u3040-\u309f]{3}")
+# Class (round 13): a YAML or INI key that opens a block (`secretKeys:` under `auth:`), no value of its own.
+_BLOCK_KEY = re.compile(r"[A-Za-z][A-Za-z_\-]*:")
 # Class: one masking character repeated (a masked echo: `getpass`'s dots, a form's bullets, stars).
 _MASK_RUN = re.compile(r"([*•·●∙⋅◦○■□▪⁕✱xX#])\1{3,}")
 _ROW_COMMAS = 3  # a value holding three commas or more is a row of fields or a list (`be_api,BACKEND,0,0,13,…`)
@@ -639,7 +651,11 @@ _CRYPT_HASH = re.compile(
 )
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
 # a list item naming a variable (`- DB_PASSWORD`).
-_SETTING = re.compile(r"(?:dword|qword|hex(?:\(\d\))?):[0-9a-fA-F,]+|[a-z][a-z\-]*=[a-z][a-z\-]*|- [A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+# Round 13: a setting to a number (`max_tokens=1024`, `timeout=30s`) after a credential word in prose.
+_SETTING = re.compile(
+    r"(?:dword|qword|hex(?:\(\d\))?):[0-9a-fA-F,]+|[a-z][a-z\-]*=[a-z][a-z\-]*|- [A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+    r"|[a-z][a-z_\-]*=\d+(?:\.\d+)?[a-z%]{0,3}"
+)
 # What a tool prints about a password, not a password: `password updated successfully`, `not yet set`, its size
 # (`kubectl describe secret`'s `24 bytes`).
 _STATUS = re.compile(

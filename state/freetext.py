@@ -42,7 +42,9 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     # Javanese `iku`/`yaiku`, Sundanese `nyaeta`, Igbo `bu`, Hausa `shine`/`itace`.
     r"|איז|הוא|היא|هو|هي|είναι|คือ|waa|yog|iku|yaiku|nyaeta|nyaéta|bu|bụ|shine|itace"
     # Round 12: Xhosa and Zulu `ngu`/`yi`, Sesotho and Setswana `ke`, Chichewa `ndi`, Tok Pisin `em`, Cebuano `kay`.
-    r"|ngu|yi|ke|ndi|em|kay)")
+    r"|ngu|yi|ke|ndi|em|kay"
+    # Round 13: Bengali `হলো`/`হল`/`হচ্ছে`, Hindi and Marathi `है`/`आहे`, Tamil `ஆகும்`.
+    r"|হলো|হল|হচ্ছে|है|आहे|ஆகும்)")
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -60,7 +62,10 @@ _JOIN = re.compile(
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
     r"""|(?P<is>[ \t]+""" + _COPULA + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
-    r"""|[ \t]*(?:：|是|为|為|係|は|는|은)[ \t]*)"""
+    r"""|[ \t]*(?:：|是|为|為|係|は|는|은)[ \t]*"""
+    # Round 13: Thai's, Lao's and Khmer's `is`, after what the credential is for, glued as those scripts write it
+    # (`รหัสผ่านเข้าเครื่องเซิร์ฟเวอร์คือ …`).
+    r"""|[\u0e00-\u0e7f]{0,60}?คือ[ \t]*|[\u0e80-\u0eff]{0,60}?(?:ແມ່ນ|ຄື)[ \t]*|[\u1780-\u17ff]{0,60}?(?:គឺ|គឺជា)[ \t]*)"""
     # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
     # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
     r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,4}?[ \t]+""" + _COPULA.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
@@ -234,6 +239,66 @@ _WEBHOOK = re.compile(
     r"://[^\s/'\"<>]+/(?:[^\s/'\"<>?#]+/){0,6}?(?i:(?:web)?hooks?(?:b2)?)/(?P<secret>[A-Za-z0-9_\-@]{16,}(?:/[A-Za-z0-9_\-@]{8,}){0,4})"
 )
 
+# Class (round 13): Windows' slash flags: a password flag (`/RP`, `/P`, `/pass`, `/password`, `/pwd`) after a user
+# flag (`/RU`, `/U`, `/user`) on a command line (`schtasks … /RU CORP\svc /RP …`, `cmdkey … /user:x /pass:…`,
+# `wmic /user:x /password:…`); `*` asks for it at a prompt.
+_SLASH_USER_THEN_PASSWORD = re.compile(
+    r"(?=/)(?<!\S)/(?i:r?u|user(?:name)?)(?::|[ \t]+)(?:\"[^\"\n]*\"|\S+)[^\n]{0,200}?(?<!\S)/(?i:r?p|pass(?:word)?|pwd|pw)(?::|[ \t]+)"
+    r"(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{1,128}|[^\s'\"/*][^\s'\"]{0,127}))(?(q)(?P=q))"
+)
+# `net use` takes the password as a positional after the share, before or after `/user:`; `net user` after the name.
+_NET_USE = re.compile(
+    r"(?=[Nn])\b(?i:net[ \t]+use)(?:[ \t]+(?:[A-Za-z]:|\*))?[ \t]+\\\\\S+(?:[ \t]+/(?i:user|u):(?:\"[^\"\n]*\"|\S+))?"
+    r"[ \t]+(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{1,128}|[^\s'\"/*][^\s'\"]{0,127}))(?(q)(?P=q))(?=[ \t]|$)",
+    re.M,
+)
+_NET_USER = re.compile(
+    r"(?=[Nn])\b(?i:net[ \t]+user)[ \t]+(?:\"[^\"\n]*\"|[^\s/*]\S*)[ \t]+(?P<q>['\"])?(?P<secret>(?(q)[^'\"\n]{1,128}|[^\s'\"/*][^\s'\"]{0,127}))(?(q)(?P=q))"
+    r"(?=[ \t]+/|[ \t]*$)",
+    re.M,
+)
+# Class (round 13): a protocol's or a shell's AUTH verb with a user and a password (Redis' `AUTH [user] pw` at its
+# prompt or in a transcript, MongoDB's `db.auth("user", "pw")`); an SMTP mechanism's name is none.
+_AUTH_VERB = re.compile(
+    r"^(?:[^\n>]{0,80}>[ \t]*)?(?i:AUTH)[ \t]+(?!(?i:PLAIN|LOGIN|CRAM-MD5|DIGEST-MD5|XOAUTH2?|OAUTHBEARER|GSSAPI|NTLM|EXTERNAL|ANONYMOUS|SCRAM-\S+)\b)"
+    r"(?:[^\s'\"]{1,64}[ \t]+)?(?P<q>['\"]?)(?P<secret>[^\s'\"]{6,128})(?P=q)[ \t]*\r?$",
+    re.M,
+)
+_AUTH_CALL = re.compile(r"\.auth\([ \t]*(['\"])[^'\"\n]{1,64}\1[ \t]*,[ \t]*(['\"])(?P<secret>[^'\"\n]{6,128})\2")
+# Class (round 13): an SNMP community is its password (`rocommunity …`, `rwcommunity6 …`, `snmp-server community …`,
+# `community …` in an agent's config); the defaults `public`/`private` are no secret (a digit or a credential's shape).
+_COMMUNITY = re.compile(r"(?im)^[ \t]*(?:r[ow]community6?|snmp-server[ \t]+community|community)[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"]{6,128})(?P=q)")
+# Class (round 13): what the shell says of a word it could not run: a password typed at the prompt by mistake
+# (`$ Violin119` then `Violin119: command not found`; zsh's `command not found: …`, cmd's `'…' is not recognized`).
+_NOT_A_COMMAND = re.compile(
+    r"(?im)^(?:[\w.\-]+:[ \t]+)?(?:line[ \t]+\d+:[ \t]+)?(?P<secret>[^\s:'\"]{8,128}):[ \t]+command[ \t]+not[ \t]+found[ \t]*\r?$"
+)
+_NOT_A_COMMAND_ZSH = re.compile(r"(?im)command[ \t]+not[ \t]+found:[ \t]+(?P<secret>[^\s'\"]{8,128})[ \t]*\r?$")
+_NOT_A_COMMAND_CMD = re.compile(r"(?im)^'(?P<secret>[^\s'\"]{8,128})'[ \t]+is[ \t]+not[ \t]+recognized")
+# Class (round 13): a wallet's seed phrase alone on its line (twelve to twenty-four words of three to eight lower-case
+# letters, in a BIP-39 count) in a text that speaks of a wallet.
+_SEED_LINE = re.compile(r"(?m)^[ \t]*(?:\d{1,2}[.)][ \t]*)?(?P<secret>[a-z]{3,8}(?: [a-z]{3,8}){11,23})[ \t]*\r?$")
+_SEED_COUNTS = frozenset({12, 15, 18, 21, 24})
+
+
+def _seed_line(match: re.Match[str]) -> bool:
+    words = match.group("secret").split()
+    return len(words) in _SEED_COUNTS and len(_PROSE.intersection(words)) <= 1
+
+
+def _shaped_or_digit(match: re.Match[str]) -> bool:
+    value = match.group("secret")
+    return credential_shaped(value) or any(char.isdigit() for char in value)
+
+
+def _shaped_or_words(match: re.Match[str]) -> bool:
+    return _shaped_or_digit(match) or _passphrase_words(match.group("secret"))
+
+
+def _typed_by_mistake(match: re.Match[str]) -> bool:
+    value = match.group("secret")
+    return "/" not in value and "\\" not in value and sum(char_kinds(value, capital=True)) >= 3
+
 
 def _credential_match(match: re.Match[str]) -> bool:
     return credential_shaped(match.group("secret"))
@@ -324,7 +389,41 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     *(_form(sign, r"(?i:" + re.escape(sign) + r")" + confirm, _READER.pattern, _read_secret) for sign, confirm in _READER_SIGNS),
     *(_form(sign, r"(?i:" + re.escape(sign) + ")", _WEBHOOK.pattern, _has_digit) for sign in ("hook/", "hooks/", "hookb2/")),
     _tool("ssh-keygen", r"ssh-keygen", r"[ \t]-[PN][ \t]*" + _VALUE),
+    # Round 13's command classes (see above each form).
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")(?::|[ \t])", _SLASH_USER_THEN_PASSWORD.pattern, _login_password)
+      for sign in ("/ru", "/user", "/u")),
+    _form("net use", r"(?i:net[ \t]+use)[ \t]", _NET_USE.pattern),
+    _form("net user", r"(?i:net[ \t]+user)[ \t]", _NET_USER.pattern, _login_password),
+    _form("auth ", r"(?i:auth )[^\s]", _AUTH_VERB.pattern, _shaped_or_words),
+    _form(".auth(", r"\.auth\(", _AUTH_CALL.pattern),
+    _form("community", r"(?i:community)[ \t]", _COMMUNITY.pattern, _shaped_or_digit),
+    # `not found` signs two forms: one test for both.
+    *(_form("not found", r"(?i:not found)", form.pattern, _typed_by_mistake) for form in (_NOT_A_COMMAND, _NOT_A_COMMAND_ZSH)),
+    _form("not recognized", r"(?i:not recognized)", _NOT_A_COMMAND_CMD.pattern, _typed_by_mistake),
+    _form("wallet", r"(?i:wallet)", _SEED_LINE.pattern, _seed_line),
 )  # fmt: skip
+# Class (round 13): the codes a service gives for when the second factor is lost, one a line in a text that names them
+# (`GitHub recovery codes`, a sentence, then `5ce47-055zf` …): four lines or more of one shape, a digit in each.
+CODES_SIGN = " codes"
+_CODES_NAMED = re.compile(r"(?i)\b(?:recovery|backup|scratch|emergency|one-time|2fa|mfa|two-factor)[ -]codes\b")
+_CODE_BLOCK = re.compile(r"(?m)(?:^[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,10}(?:[- ][A-Za-z0-9]{4,10})?[ \t]*(?:\r?\n|\Z)){4,}")
+_CODE_LINE = re.compile(r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*(?P<code>[A-Za-z0-9]{4,10}(?:[- ][A-Za-z0-9]{4,10})?)[ \t]*\r?")
+
+
+def _code_block_spans(text: str) -> Iterator[tuple[int, int]]:
+    for block in _CODE_BLOCK.finditer(text):
+        at, codes = block.start(), []
+        for line in block.group().splitlines(keepends=True):
+            code = _CODE_LINE.match(line)
+            if code is not None:
+                codes.append((at + code.start("code"), at + code.end("code")))
+            at += len(line)
+        values = [text[start:end] for start, end in codes]
+        shapes = {re.sub(r"[A-Za-z0-9]", "a", value) for value in values}
+        if len(shapes) == 1 and all(any(char.isdigit() for char in value) and is_maskable(value) for value in values):
+            yield from codes
+
+
 # What expect typed at a prompt that asks for a password, up to four lines later.
 EXPECT_SIGN = "send: sending"
 _EXPECT_SEND = re.compile(r"send: sending \"(?P<secret>[^\"\\\n]+)\\r\"")
@@ -364,6 +463,8 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
                     begin = at + len(":".join(fields[:k])) + 1
                     yield begin, begin + len(value)
                 at += len(line)
+    if CODES_SIGN in lowered and _CODES_NAMED.search(text):
+        yield from _code_block_spans(text)
     if EXPECT_SIGN in text:
         for send in _EXPECT_SEND.finditer(text):
             above = send.start()
@@ -405,11 +506,29 @@ def _login_pairs(text: str) -> Iterator[tuple[int, int]]:
         if LOGIN_WORDS.search(text, above, len(text) if line_end == -1 else line_end) is None:
             continue
         start, end = pair.span("secret")
-        while end > start and text[end - 1] in _TRAILING:
+        # A sentence's mark after the password's own (`admin / 1nkw3ll53!.`): the last one ends the sentence.
+        if end - start > 1 and text[end - 1] in _TRAILING and text[end - 2] in "!?" and text[end - 1] not in "!?":
             end -= 1
+        else:
+            while end > start and text[end - 1] in _TRAILING:
+                end -= 1
         value = text[start:end]
-        if len(value) >= 8 and not _NOT_A_PASSWORD.match(value) and _password_like(value):
+        if len(value) < 8 or _NOT_A_PASSWORD.match(value):
+            continue
+        # Class (round 13): a login the line announces right before its pair (`the sftp login is u / p`, `login:
+        # u / p`) is a user and a password: words joined by a mark are a passphrase there, a number or not.
+        if _password_like(value) or _passphrase_words(value) and _ANNOUNCED_LOGIN.search(text, line_start, pair.start()):
             yield start, end
+
+
+def _passphrase_words(value: str) -> bool:
+    """Three words or more joined by one mark, none of prose (`falcon.violin.granite`), and no host name."""
+    joined = _WORD_JOINED.fullmatch(value)
+    words = re.split(r"[-._]", value.lower())
+    return joined is not None and len(words) >= 3 and not _PROSE.intersection(words) and not _DOMAIN_END.search(value)
+
+
+_ANNOUNCED_LOGIN = re.compile(r"(?i)\b(?:log[ -]?in|logon|sign[ -]?in|creds?|credentials)(?:[ \t]+(?:is|was|=))?[ \t]*:?[ \t]*\Z")
 
 
 # A passphrase of words joined by one separator, with a number (`thimble.falcon.bramble.7699`), not a host name.
@@ -438,8 +557,9 @@ def char_kinds(value: str, *, capital: bool = False) -> tuple[bool, bool, bool, 
 
 _COOKIE = re.compile(r"(?im)^[ \t]*(?P<set>set-)?cookie[ \t]*:[ \t]*(?P<pairs>[^\n]+)$")
 # Kana, CJK ideographs and Hangul end a name: those scripts join a label to what follows without a space
-# (`密码是…`, `パスワードは…`).
-_NAME_CHARS = re.compile(r"[.\-]|(?![\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff])\w")
+# (`密码是…`, `パスワードは…`); so do Thai, Lao and Khmer (round 13: `รหัสผ่านวายฟายคือ…`). Myanmar's particles glued
+# to the name are read as its inflection (`စကားဝှက်က`).
+_NAME_CHARS = re.compile(r"[.\-]|(?![\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff\u0e00-\u0eff\u1780-\u17ff])\w")
 
 
 def _looks_secret(value: str) -> bool:
@@ -695,7 +815,7 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
     if kind == "qual":
         quoted = _QUOTED_VALUE.match(text, at)
         found = quoted.span(2) if quoted else _bare_value(text, at)
-        return (*found, False) if found is not None and credential_shaped(text[found[0] : found[1]]) else None
+        return (*found, False) if found is not None and _qualified_value(text[found[0] : found[1]]) else None
     literal = _SQL_STRING.match(text, at) if text[at] in "'NnEe" else None
     if literal and (literal.start(1) > at + 1 or "''" in literal.group(1)):
         return literal.start(1), literal.end(1), kind != "space"
@@ -739,7 +859,26 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
         uuid = text[start] == "-" and UUID_FORM.fullmatch(value) is not None
         return value_start - end <= ANNOUNCED_GAP and (looks_random(value) or uuid)
     # After a flag (`--db-password x`, `-password x`) the next word is its value, whatever it looks like.
-    return strong or text[start] == "-" or _looks_secret(value)
+    # Class (round 13): after a copula, a passphrase of words, joined by a mark (`Das Passwort ist badger-wombat-walnut`)
+    # or glued into a run longer than a word (`Lösenordet … är tangerineoysterwalnut`).
+    if strong or text[start] == "-" or _looks_secret(value):
+        return True
+    return (_passphrase_words(value) or _glued_words(value)) and _AFTER_COPULA.search(text, max(end, value_start - 16), value_start) is not None
+
+
+_AFTER_COPULA = re.compile(r"[ \t]" + _COPULA + r"(?:[ \t]*:)?[ \t]+\Z")
+
+
+def _qualified_value(value: str) -> bool:
+    return credential_shaped(value) or _passphrase_words(value) or _glued_words(value)
+
+
+_GLUED_WORDS = re.compile(r"[a-z]{18,40}")
+_WORD_ENDINGS = ("tion", "tions", "ment", "ments", "ness", "ity", "ing", "able", "ible", "ally", "ised", "ized")
+
+
+def _glued_words(value: str) -> bool:
+    return _GLUED_WORDS.fullmatch(value) is not None and not value.endswith(_WORD_ENDINGS)
 
 
 # A value of words: what a passphrase, a wallet's seed or recovery phrase or a mnemonic names (`pass_phrase=heron

@@ -28,6 +28,7 @@ from urllib.parse import quote, quote_plus
 from state.detector_switch import fail_closed_enabled
 from state.failclosed import harmless_value, may_fail_closed
 from state.freetext import (
+    CODES_SIGN,
     COMMANDS,
     CRACKED_SIGN,
     EXPECT_SIGN,
@@ -103,6 +104,7 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     **{command.sign: command.confirm for command in COMMANDS},
     EXPECT_SIGN: None,
     CRACKED_SIGN: re.compile(r"--show\b"),
+    CODES_SIGN: re.compile(r"(?i) codes\b"),
     **WIFI_SIGNS,
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
@@ -125,8 +127,10 @@ def _pattern_spans(text: str) -> Iterator[tuple[int, int]]:
 # -- keys in free text ---------------------------------------------------------------------------------------
 
 # A key with its decoration and separator: "key": / 'key': / \"key\": / **key**: / `key`: / key= / KEY = / key =>.
+# A key starts a word, or follows a JSON escape, or (round 13) a define flag glued to it (a compiler's, cmake's or
+# Java's `-D`: `-DWIFI_PASS=\"…\"`, `-Dspring.datasource.password=…`).
 _KEY = re.compile(
-    r"""(?:(?<![\w\-])|(?<=\\[nrt]))(?P<lead>\\*["'`]|(?P<bold>\*{1,2})|_{1,2})?(?P<name>[A-Za-z][\w\-.]*?)(?P<trail>\\*["'`]|\*{1,2}|_{1,2})?"""
+    r"""(?:(?<![\w\-])|(?<=\\[nrt]|-D))(?P<lead>\\*["'`]|(?P<bold>\*{1,2})|_{1,2})?(?P<name>[A-Za-z][\w\-.]*?)(?P<trail>\\*["'`]|\*{1,2}|_{1,2})?"""
     # `**key:**`: the stars after the colon close the bold the name opened (else they start the value: `__token__:****@…`)
     r"""(?P<sp>[ \t]*)(?P<sep>:(?(bold)\*{0,2})(?![:/])|=>|=(?![=~]))[ \t]*"""
 )
@@ -287,9 +291,23 @@ def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) 
         if learning and names_a_hash(match.group("name")):
             continue
         span = _value_span(text, match)
+        if span is not None and learning and match.group("sep") == ":" and _prose_label(text, match.start(), span[0]):
+            continue
         if span is not None:
             masked_to = span[1]
             yield span
+
+
+# Class (round 13): a name ending a line of prose (`Currently stored credentials:`, then a tool's listing of targets
+# and types) labels what follows, it is no YAML key: the block under it is not learnt whole (masked all the same;
+# a list of credentials under such a label is read line by line: `state.freetext`'s listed values).
+_PROSE_BEFORE = re.compile(r"[^\W\d_]{2,}[ \t]+\Z")
+
+
+def _prose_label(text: str, key_start: int, value_start: int) -> bool:
+    line_start = text.rfind("\n", 0, key_start) + 1
+    line_end = text.find("\n", key_start)
+    return line_end != -1 and value_start >= line_end and _PROSE_BEFORE.search(text, line_start, key_start) is not None
 
 
 def merge_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -597,6 +615,13 @@ def secrets_in(value: Any, sensitive: frozenset[str], *, parse_text: bool = True
     return {v for v in found if is_maskable(v)}
 
 
+# Class (round 13): the members of a map named for keys of a secret kind (Z-Wave JS's `securityKeys`, a config's
+# `encryptionKeys`, `signingKeys`): each member is a key whatever its own name (`S0_Legacy`, `primary`), when it has a
+# key's form (hex or base64, 16 characters or more); not `authorized_keys`, `public_keys`, `ssh_keys`.
+_KEY_MAP = re.compile(r"(?:^|_)(?:security|encryption|network|signing|secret|private|master|access|session|shared|symmetric|hmac|aes)_keys$")
+_KEY_MEMBER = re.compile(r"[0-9A-Fa-f]{16,512}|(?=[^\s]*\d)[A-Za-z0-9+/_\-]{16,512}={0,2}")
+
+
 def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text: bool) -> None:
     if isinstance(value, str):
         if parse_text:
@@ -612,6 +637,8 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
                     for leaf in _leaves(item):
                         found.update(_text_secrets(leaf, sensitive))
             else:
+                if isinstance(item, dict) and _KEY_MAP.search(normalise_key(str(key))):
+                    found.update(leaf for leaf in item.values() if isinstance(leaf, str) and _KEY_MEMBER.fullmatch(leaf) and not harmless_value(leaf))
                 _collect(item, sensitive, found, parse_text)
     elif isinstance(value, list | tuple):
         for item in value:

@@ -96,6 +96,14 @@ def normalise_key(key: str) -> str:
 _INFLECTION = r"[^\W\d_]{0,4}"
 
 
+# Class (round 13): Hebrew's proclitics, one or two of the letters for `the`, `and`, `to`, `in`, `that`, `from`, `as`.
+_HEBREW_PREFIX = "[הוכלבשמ]{0,2}"
+
+
+def _prefix(name: str) -> str:
+    return _HEBREW_PREFIX if name[:1] and "\u05d0" <= name[0] <= "\u05ea" else ""
+
+
 @lru_cache(maxsize=64)
 def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
     if not sensitive:
@@ -105,7 +113,8 @@ def _word_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
     ordered = sorted(sensitive, key=len, reverse=True)
     # A name may carry an index of one or two digits (`Password1`, `MqttPassword2`).
     # A name in another script may end in an inflection (`գաղտնաբառը`, `паролата`: the article of Armenian, Bulgarian).
-    words = [f"[_a-z0-9]{re.escape(w)}{'' if w.isascii() else _INFLECTION}(?:\\d{{1,2}})?_" for w in ordered if w not in LAST_WORD_NAMES]
+    # A Hebrew name may carry the letters Hebrew writes glued before a word (`הסיסמה`: the; `ולסיסמה`: and to).
+    words = [f"[_a-z0-9]{_prefix(w)}{re.escape(w)}{'' if w.isascii() else _INFLECTION}(?:\\d{{1,2}})?_" for w in ordered if w not in LAST_WORD_NAMES]
     words += [f"_{re.escape(w)}(?:\\d{{1,2}})?_$" for w in ordered if w in LAST_WORD_NAMES]
     return re.compile("|".join(words))
 
@@ -119,7 +128,28 @@ def is_sensitive(key: str, sensitive: frozenset[str]) -> bool:
     # A Kubernetes-style key prefixed by a domain (`authorization.k8s.io/reason`, `vault.hashicorp.com/role`): the
     # domain is a group, the name after it says what the value is.
     prefixed = _DOMAIN_PREFIX.match(key)
-    return matcher.search(f"_{normalise_key(key[prefixed.end() :] if prefixed else key)}_") is not None
+    name = key[prefixed.end() :] if prefixed else key
+    if matcher.search(f"_{normalise_key(name)}_") is not None:
+        return True
+    # Class (round 13): a credential word written with a capital inside it (`PassWord`, `PassWd`, `dbPassWord`): the
+    # split at a capital cut one word, not two; read once more with the capitals inside words joined (not against
+    # the last-word names: `SessionId` stays `session_id`).
+    if _INNER_CAPITAL.search(name) is None:
+        return False
+    joined = _joined_matcher(sensitive)
+    return joined is not None and joined.search(f"_{normalise_key(_INNER_CAPITAL.sub(_lowered, name))}_") is not None
+
+
+_INNER_CAPITAL = re.compile(r"(?<=[a-z])[A-Z](?=[a-z])")
+
+
+def _lowered(match: re.Match[str]) -> str:
+    return match.group().lower()
+
+
+@lru_cache(maxsize=64)
+def _joined_matcher(sensitive: frozenset[str]) -> re.Pattern[str] | None:
+    return _word_matcher(sensitive - LAST_WORD_NAMES) if sensitive - LAST_WORD_NAMES else None
 
 
 # Class (round 12): a key that names a password's hash (`password_hash`, `Password_PBKDF2`, `pwdSha256`, `hashed_password`)
