@@ -96,6 +96,18 @@ async def websocket_frames(base_url: str, cookie: str, run_pks: list[int], push:
     return frames
 
 
+# Blame pages (the State tab with `?path=`) a crawl follows per run: every node of a tree links to its blame, and
+# each is the whole State tab again (a run whose workers return 300 documents had 734 of them, three quarters
+# of the crawl's time and its page budget). Blame is one view over a path's deltas: a run with fewer paths than
+# this is still crawled whole.
+BLAME_PER_RUN = 40
+
+
+def _blame_per_run(url: str) -> str:
+    """Blame URLs share one shape per run (the crawl visits BLAME_PER_RUN of them); every other URL is its own."""
+    return url.split("?", 1)[0] + " blame" if "/state/" in url and "path=" in url else url
+
+
 def surfaces_for_a_viewer(browser: Client, experiment: Experiment, runs: list[Run]) -> dict[str, str]:
     """Every page, fragment, search, State tab at every seq and API answer a viewer can reach."""
     slug = experiment.slug
@@ -111,7 +123,7 @@ def surfaces_for_a_viewer(browser: Client, experiment: Experiment, runs: list[Ru
         base = reverse("state:run-state", args=[slug, run.pk])
         starts += [f"{base}?{urlencode({'seq': seq})}" for seq in [0, *seqs]]
         starts += [f"{base}?{urlencode({'seq': seq, 'reveal': '1'})}" for seq in seqs[-1:]]  # not the viewer's to use
-    seen = crawl(browser, starts, max_pages=900)
+    seen = crawl(browser, starts, max_pages=900, shape=_blame_per_run, per_shape=BLAME_PER_RUN)
     assert not seen.errors(), seen.errors()
     bodies = {f"page {url}": body for url, body in seen.bodies.items()}
     bodies.update({f"api {url}": body for url, body in api_bodies(browser, experiment).items()})
