@@ -1,7 +1,7 @@
 """Load: 200 concurrent page users (logged in, browsing with think time) plus steady ingest, on loopback.
 
 Zero 5xx and zero transport errors; p50/p95 per page are printed (figures, not assertions).
-AWP_LOAD_SECONDS sets the duration (default 12 s for `make test`; e.g. 300 for the full scenario):
+AWP_LOAD_SECONDS sets the duration (default 8 s for `make test`; e.g. 300 for the full scenario):
 
     AWP_LOAD_SECONDS=300 .venv/bin/python -m pytest tests/load/test_load_scenario.py -s
 """
@@ -24,7 +24,7 @@ from tests.proofkit import log_events, push, run_start
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 USERS = int(os.environ.get("AWP_LOAD_USERS", "200"))
-SECONDS = float(os.environ.get("AWP_LOAD_SECONDS", "12"))
+SECONDS = float(os.environ.get("AWP_LOAD_SECONDS", "8"))
 INGEST_BATCH, INGEST_EVERY = 50, 0.25  # 200 events/s, steady
 
 

@@ -66,6 +66,9 @@ def api_bodies(client: Client, experiment: Experiment) -> dict[str, str]:
     return bodies
 
 
+QUIET_AFTER_PUSH = 2.0  # seconds without a frame, once the live push was answered, that end a socket's listening
+
+
 async def websocket_frames(base_url: str, cookie: str, run_pks: list[int], push: Any) -> list[str]:
     """Open a socket per run from seq 0, push one more secret while they are open, collect every frame."""
     import websockets
@@ -73,16 +76,24 @@ async def websocket_frames(base_url: str, cookie: str, run_pks: list[int], push:
     frames: list[str] = []
     headers = {"Cookie": cookie, "Origin": base_url}
 
+    pushed_at: list[float] = []
+
     async def follow(pk: int) -> None:
         url = base_url.replace("http", "ws") + f"/ws/runs/{pk}/?after=0"
         async with websockets.connect(url, additional_headers=headers, open_timeout=10) as socket:
             loop = asyncio.get_running_loop()
-            deadline = loop.time() + 6
+            deadline, last = loop.time() + 6, loop.time()
             while loop.time() < deadline:
-                try:
-                    frame = await asyncio.wait_for(socket.recv(), timeout=max(0.1, deadline - loop.time()))
-                except (TimeoutError, websockets.ConnectionClosed):
+                # Until the push is answered, listen up to the deadline; after it, QUIET_AFTER_PUSH without a frame ends.
+                if pushed_at and loop.time() - max(last, pushed_at[0]) > QUIET_AFTER_PUSH:
                     break
+                try:
+                    frame = await asyncio.wait_for(socket.recv(), timeout=max(0.05, min(0.25, deadline - loop.time())))
+                except TimeoutError:
+                    continue
+                except websockets.ConnectionClosed:
+                    break
+                last = loop.time()
                 frames.append(str(frame))
                 mark = re.search(r'data-frame="(\d+)"', str(frame))
                 if mark:
@@ -91,6 +102,7 @@ async def websocket_frames(base_url: str, cookie: str, run_pks: list[int], push:
     async def push_later() -> None:
         await asyncio.sleep(1.5)
         await asyncio.to_thread(push)
+        pushed_at.append(asyncio.get_running_loop().time())
 
     await asyncio.gather(*(follow(pk) for pk in run_pks), push_later())
     return frames
@@ -100,7 +112,7 @@ async def websocket_frames(base_url: str, cookie: str, run_pks: list[int], push:
 # each is the whole State tab again (a run whose workers return 300 documents had 734 of them, three quarters
 # of the crawl's time and its page budget). Blame is one view over a path's deltas: a run with fewer paths than
 # this is still crawled whole.
-BLAME_PER_RUN = 40
+BLAME_PER_RUN = 12
 
 
 def _blame_per_run(url: str) -> str:
