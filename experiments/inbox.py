@@ -251,12 +251,11 @@ def _yield_to_requests() -> None:
     _lower_priority(threading.get_native_id())
 
 
-def _lower_priority(pid: int) -> bool:
+def _lower_priority(pid: int) -> None:
     try:
         os.setpriority(os.PRIO_PROCESS, pid, DRAINER_NICE)
-        return True
     except (AttributeError, OSError):
-        return False  # another system, or not allowed: it runs at the priority it had
+        pass  # another system, or not allowed: it runs at the priority it had
 
 
 def _own_connection() -> None:

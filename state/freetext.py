@@ -287,8 +287,7 @@ def _seed_line(match: re.Match[str]) -> bool:
 
 
 def _shaped_or_digit(match: re.Match[str]) -> bool:
-    value = match.group("secret")
-    return credential_shaped(value) or any(char.isdigit() for char in value)
+    return _credential_match(match) or _has_digit(match)
 
 
 def _shaped_or_words(match: re.Match[str]) -> bool:
@@ -523,9 +522,8 @@ def _login_pairs(text: str) -> Iterator[tuple[int, int]]:
 
 def _passphrase_words(value: str) -> bool:
     """Three words or more joined by one mark, none of prose (`falcon.violin.granite`), and no host name."""
-    joined = _WORD_JOINED.fullmatch(value)
-    words = re.split(r"[-._]", value.lower())
-    return joined is not None and len(words) >= 3 and not _PROSE.intersection(words) and not _DOMAIN_END.search(value)
+    words = _joined_words(value)
+    return words is not None and len(words) >= 3 and not _DOMAIN_END.search(value)
 
 
 _ANNOUNCED_LOGIN = re.compile(r"(?i)\b(?:log[ -]?in|logon|sign[ -]?in|creds?|credentials)(?:[ \t]+(?:is|was|=))?[ \t]*:?[ \t]*\Z")
@@ -950,14 +948,21 @@ def _glued_value(text: str, end: int) -> tuple[int, int] | None:
 _WORD_JOINED = re.compile(r"[A-Za-z]{2,24}(?P<sep>[-._])[A-Za-z]{2,24}(?:(?P=sep)[A-Za-z]{2,24})+")
 
 
+def _joined_words(value: str) -> list[str] | None:
+    """The words of a value joined by one mark (`mango-lemur-cinnamon`), when it is so joined and none is prose."""
+    if _WORD_JOINED.fullmatch(value) is None:
+        return None
+    words = re.split(r"[-._]", value.lower())
+    return None if _PROSE.intersection(words) else words
+
+
 def _phrase(text: str, start: int, end: int) -> tuple[int, int] | None:
     """(start, end) of the words of a phrase from the value text[start:end] on, when they are words and no prose; a
     wallet's seed (twelve words or more in lower case) whole, whatever its words; the words joined by one mark
     (`mango-lemur-cinnamon-orchid`), four at least."""
-    joined = _WORD_JOINED.fullmatch(text, start, end)
-    if joined is not None:
-        words = re.split(r"[-._]", joined.group().lower())
-        return (start, end) if len(words) >= _MIN_PHRASE_WORDS and not _PROSE.intersection(words) else None
+    if _WORD_JOINED.fullmatch(text, start, end) is not None:
+        words = _joined_words(text[start:end])
+        return (start, end) if words is not None and len(words) >= _MIN_PHRASE_WORDS else None
     if not _WORD.fullmatch(text, start, end):
         return None
     seed = _SEED_WORDS.match(text, start)
