@@ -1,0 +1,1214 @@
+"""The HOLDOUT14 part of the secret corpus: a fourteenth blind part, written after HOLDOUT to HOLDOUT13.
+
+DOCSTRING-PLACEHOLDER
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+import string
+import textwrap
+import urllib.parse
+import uuid
+from collections.abc import Callable
+
+from tests.corpus.secrets import Document
+
+SEED = 2026120214
+
+Made = tuple[str, tuple[str, ...]]
+_CRED: list[tuple[str, Callable[[random.Random], Made]]] = []
+_CLEAN: list[tuple[str, Callable[[random.Random], str]]] = []
+
+
+def cred(name: str):
+    def register(fn):
+        _CRED.append((name, fn))
+        return fn
+
+    return register
+
+
+def clean(name: str):
+    def register(fn):
+        _CLEAN.append((name, fn))
+        return fn
+
+    return register
+
+
+def out(text: str, *values: str) -> Made:
+    """Dedent a document body and pair it with its planted values."""
+    body = textwrap.dedent(text).lstrip("\n")
+    if not body.endswith("\n"):
+        body += "\n"
+    return body, tuple(values)
+
+
+def txt(text: str) -> str:
+    return out(text)[0]
+
+
+# ---- value makers -----------------------------------------------------------------------------------------
+
+_AN = string.ascii_letters + string.digits
+_LOW = string.ascii_lowercase + string.digits
+_UP = string.ascii_uppercase + string.digits
+_HEX = "0123456789abcdef"
+_B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_URLSAFE = _AN + "-_"
+_WORDS = tuple(
+    """
+    acorn bayou cobalt dormouse egret falafel glacier harbor inkwell juniper kayak lantern marigold nutmeg
+    orchard pinecone quartz raven saffron thistle umber velvet walrus yarrow zephyr almond birch canyon
+    dulcimer ember fiddle granite heron ivy jigsaw kestrel lagoon meadow nimbus otter pumice quince ripple
+    sorrel tundra urchin violet willow basalt comet delta fable garnet hollow island jubilee koala lemur
+    mistral noodle opal parsnip riddle spruce tango vellum wombat
+    """.split()
+)
+
+
+def chars(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def mixed(rng: random.Random, n: int) -> str:
+    """Letters and digits, every kind present."""
+    while True:
+        v = chars(rng, _AN, n)
+        if any(c.isdigit() for c in v) and any(c.islower() for c in v) and any(c.isupper() for c in v):
+            return v
+
+
+def lower(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _LOW, n)
+        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+            return v
+
+
+def upper(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _UP, n)
+        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+            return v
+
+
+def hexa(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _HEX, n)
+        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+            return v
+
+
+def urlsafe(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _URLSAFE, n)
+        if any(c.isdigit() for c in v) and any(c.islower() for c in v) and any(c.isupper() for c in v):
+            return v
+
+
+def b32(rng: random.Random, n: int) -> str:
+    return chars(rng, _B32, n)
+
+
+def b64(rng: random.Random, nbytes: int) -> str:
+    return base64.b64encode(rng.randbytes(nbytes)).decode()
+
+
+def b64url(rng: random.Random, nbytes: int) -> str:
+    return base64.urlsafe_b64encode(rng.randbytes(nbytes)).decode().rstrip("=")
+
+
+def uid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def digits(rng: random.Random, n: int) -> str:
+    return str(rng.randint(1, 9)) + chars(rng, string.digits, n - 1)
+
+
+def symbolic(rng: random.Random, n: int, marks: str = "!#$%&*+-=?@^_~") -> str:
+    """What a password manager generates: letters, digits and marks."""
+    while True:
+        v = rng.choice(string.ascii_letters) + chars(rng, _AN + marks * 2, n - 1)
+        if (any(c in marks for c in v) and any(c.isdigit() for c in v)
+                and any(c.isupper() for c in v) and any(c.islower() for c in v)):
+            return v
+
+
+def safe(rng: random.Random, n: int) -> str:
+    """A generated password whose marks survive URLs, XML, JSON, YAML and shell quoting unescaped."""
+    return symbolic(rng, n, "-_.~")
+
+
+def person(rng: random.Random) -> str:
+    """What a person picks: a word or two, a number, maybe a mark."""
+    w = rng.choice(_WORDS).capitalize()
+    if rng.random() < 0.5:
+        w += rng.choice(_WORDS).capitalize()
+    return w + str(rng.randint(10, 9999)) + rng.choice(["", "!", "?", "#", "$", "*", ".", "&", "%"])
+
+
+def phrase(rng: random.Random, n: int = 4, sep: str = "-") -> str:
+    return sep.join(rng.sample(_WORDS, n))
+
+
+def seg(obj: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def jwt(rng: random.Random, claims: dict, alg: str = "HS256") -> str:
+    size = 32 if alg.startswith("HS") else 64 if alg in ("EdDSA", "ES256") else 256
+    return f"{seg({'alg': alg, 'typ': 'JWT'})}.{seg(claims)}.{b64url(rng, size)}"
+
+
+def pem_first(rng: random.Random, head: str) -> str:
+    return (head + b64(rng, 64))[:64]
+
+
+def pem(rng: random.Random, first: str, kind: str = "PRIVATE KEY", lines: int = 6) -> str:
+    body = [first] + [b64(rng, 48) for _ in range(lines - 1)] + [b64(rng, 16)]
+    return "\n".join([f"-----BEGIN {kind}-----", *body, f"-----END {kind}-----"])
+
+
+RSA_PKCS8 = "MIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQ"
+RSA_PKCS1 = "MIIEowIBAAKCAQEA"
+EC_P256 = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg"
+OPENSSH = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+
+
+def basic(user: str, pw: str) -> str:
+    return base64.b64encode(f"{user}:{pw}".encode()).decode()
+
+
+def quote(v: str) -> str:
+    return urllib.parse.quote(v, safe="")
+
+
+def ip(rng: random.Random) -> str:
+    return f"10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(2, 254)}"
+
+
+def when(rng: random.Random) -> str:
+    return (f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:"
+            f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z")
+
+
+def day(rng: random.Random) -> str:
+    return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+
+
+def hms(rng: random.Random) -> str:
+    return f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+
+
+def sha(rng: random.Random) -> str:
+    return hashlib.sha1(rng.randbytes(16)).hexdigest()
+
+
+def sha256(rng: random.Random) -> str:
+    return hashlib.sha256(rng.randbytes(16)).hexdigest()
+
+
+def trace_id(rng: random.Random) -> str:
+    return rng.randbytes(16).hex()
+
+
+def span_id(rng: random.Random) -> str:
+    return rng.randbytes(8).hex()
+
+
+def epoch(rng: random.Random) -> int:
+    return rng.randint(1767225600, 1798761599)
+
+
+def nano(rng: random.Random) -> str:
+    return str(epoch(rng) * 10**9 + rng.randint(0, 10**9 - 1))
+
+
+def user(rng: random.Random) -> str:
+    first = rng.choice(["ana", "bo", "chen", "dara", "eli", "farah", "goran", "hana", "ivo", "jun", "kemal",
+                        "lea", "mio", "nadia", "omar", "priya", "quinn", "rafa", "sven", "tomas", "uma"])
+    return first + rng.choice(["", ".", "_"]) + rng.choice(["k", "ops", "dev", "admin", str(rng.randint(1, 99))])
+
+
+def jd(obj: object, indent: int | None = 2) -> str:
+    return json.dumps(obj, indent=indent, ensure_ascii=False)
+
+
+# ---- vendor formats (published prefixes and lengths) ---------------------------------------------------------
+
+def openai_key(rng, kind="proj"):
+    return f"sk-{kind}-" + urlsafe(rng, 74) + "T3BlbkFJ" + urlsafe(rng, 74)
+
+
+def anthropic_key(rng, kind="api03"):
+    return f"sk-ant-{kind}-" + urlsafe(rng, 93) + "AA"
+
+
+def gh_token(rng, prefix="ghp"):
+    return f"{prefix}_" + mixed(rng, 36)
+
+
+def gh_fine(rng):
+    return "github_pat_11" + upper(rng, 20) + "_" + mixed(rng, 59)
+
+
+def aws_secret(rng):
+    while True:
+        v = chars(rng, _AN + "/+", 40)
+        if any(c.isdigit() for c in v) and any(c.islower() for c in v) and any(c.isupper() for c in v):
+            return v
+
+
+def aws_id(rng, prefix="AKIA"):
+    return prefix + chars(rng, _B32, 16)
+
+
+def google_key(rng):
+    return "AIza" + urlsafe(rng, 35)
+
+
+def hf_token(rng):
+    return "hf_" + chars(rng, string.ascii_letters, 34)
+
+
+def slack_token(rng, prefix="xoxb"):
+    return f"{prefix}-{digits(rng, 12)}-{digits(rng, 13)}-{mixed(rng, 24)}"
+
+
+def stripe_key(rng, prefix="sk_live"):
+    return f"{prefix}_51" + mixed(rng, 14) + mixed(rng, 83)
+
+
+def azure_secret(rng):
+    return mixed(rng, 3) + "8Q~" + urlsafe(rng, 34).replace("-", "~")
+
+
+# ---- credential documents -------------------------------------------------------------------------------------
+
+# -- agent frameworks, coding agents and MCP configs --
+
+@cred("langgraph-json-env-dict-langsmith-key")
+def _a_langgraph_json(rng):
+    key = "lsv2_pt_" + hexa(rng, 32) + "_" + hexa(rng, 10)
+    return out(jd({"dependencies": ["."], "graphs": {"agent": "./src/agent/graph.py:graph"},
+                   "env": {"LANGSMITH_API_KEY": key, "LANGSMITH_PROJECT": "support-bot-staging",
+                           "LANGSMITH_TRACING": "true"}, "python_version": "3.12"}), key)
+
+
+@cred("langgraph-postgres-saver-from-conn-string-literal")
+def _a_langgraph_pg(rng):
+    pw = safe(rng, 20)
+    return out(f'''
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        DB_URI = "postgresql://langgraph:{pw}@pg-checkpoints.internal:5432/graphs?sslmode=require"
+
+        with PostgresSaver.from_conn_string(DB_URI) as checkpointer:
+            checkpointer.setup()
+            graph = builder.compile(checkpointer=checkpointer)
+        ''', pw)
+
+
+@cred("langsmith-run-export-inputs-with-openai-key")
+def _a_langsmith_run(rng):
+    key = openai_key(rng)
+    return out(jd({"id": uid(rng), "name": "ChatOpenAI", "run_type": "llm", "trace_id": uid(rng),
+                   "start_time": when(rng), "inputs": {"messages": [[{"type": "system", "content": "You are a helper."}]],
+                   "invocation_params": {"model": "gpt-4.1-mini", "temperature": 0.2, "openai_api_key": key}},
+                   "extra": {"metadata": {"ls_provider": "openai", "ls_model_name": "gpt-4.1-mini",
+                                          "revision_id": sha(rng)[:7]}}, "outputs": None, "error": None}), key)
+
+
+@cred("crewai-crew-py-serper-tool-api-key-kwarg")
+def _a_crewai_serper(rng):
+    key = hexa(rng, 40)
+    return out(f'''
+        from crewai import Agent, Crew, Task
+        from crewai_tools import SerperDevTool, ScrapeWebsiteTool
+
+        search = SerperDevTool(api_key="{key}", n_results=8)
+
+        researcher = Agent(
+            role="Market researcher",
+            goal="Find 2026 pricing for competing EV chargers",
+            tools=[search, ScrapeWebsiteTool()],
+            verbose=True,
+        )
+        ''', key)
+
+
+@cred("crewai-verbose-log-tool-input-mysql-dsn")
+def _a_crewai_log(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        # Agent: Data Analyst
+        ## Thought: I need the churn table to answer this.
+        ## Using tool: NL2SQLTool
+        ## Tool Input:
+        "{{\\"sql_query\\": \\"SELECT plan, count(*) FROM churn GROUP BY plan\\", \\"db_uri\\": \\"mysql+pymysql://analyst:{pw}@10.4.0.12:3306/bi\\"}}"
+        ## Tool Output:
+        [('pro', 212), ('team', 87), ('free', 1934)]
+        ''', pw)
+
+
+@cred("autogen-oai-config-list-two-endpoints")
+def _a_autogen_cfg(rng):
+    k1, k2 = openai_key(rng), hexa(rng, 32)
+    return out(jd([{"model": "gpt-4o", "api_key": k1},
+                   {"model": "gpt-4o-mini", "api_key": k2, "base_url": "https://contoso-eus2.openai.azure.com/",
+                    "api_type": "azure", "api_version": "2025-01-01-preview"}]), k1, k2)
+
+
+@cred("autogen-studio-team-component-model-client-config")
+def _a_autogen_studio(rng):
+    key = "sk-or-v1-" + hexa(rng, 64)
+    return out(jd({"provider": "autogen_agentchat.teams.RoundRobinGroupChat", "component_type": "team",
+                   "version": 1, "config": {"participants": [{
+                       "provider": "autogen_agentchat.agents.AssistantAgent", "component_type": "agent",
+                       "config": {"name": "planner", "model_client": {
+                           "provider": "autogen_ext.models.openai.OpenAIChatCompletionClient",
+                           "component_type": "model", "config": {"model": "anthropic/claude-sonnet-4.5",
+                                                                 "base_url": "https://openrouter.ai/api/v1",
+                                                                 "api_key": key,
+                                                                 "model_info": {"vision": True,
+                                                                                "function_calling": True}}}}}],
+                       "termination_condition": {"config": {"max_messages": 12}}}}), key)
+
+
+@cred("openai-agents-sdk-set-default-key-and-tracing-key")
+def _a_agents_sdk(rng):
+    key, tkey = openai_key(rng), openai_key(rng, "svcacct")
+    return out(f'''
+        import asyncio
+        from agents import Agent, Runner, set_default_openai_key, set_tracing_export_api_key
+
+        set_default_openai_key("{key}")
+        set_tracing_export_api_key("{tkey}")
+
+        triage = Agent(name="Triage", instructions="Route refund questions to billing.")
+
+        async def main():
+            result = await Runner.run(triage, "Where is my refund for order 88213?")
+            print(result.final_output)
+
+        asyncio.run(main())
+        ''', key, tkey)
+
+
+@cred("openai-agents-sdk-debug-log-trace-ingest-bearer")
+def _a_agents_log(rng):
+    key = openai_key(rng)
+    return out(f'''
+        {when(rng)} DEBUG openai.agents: Exporting 14 items
+        {when(rng)} DEBUG openai.agents: POST https://api.openai.com/v1/traces/ingest headers={{'Authorization': 'Bearer {key}', 'Content-Type': 'application/json', 'OpenAI-Beta': 'traces=v1'}}
+        {when(rng)} DEBUG openai.agents: Exported 14 items
+        ''', key)
+
+
+@cred("claude-code-user-settings-json-env-anthropic-key")
+def _a_claude_settings(rng):
+    key = anthropic_key(rng)
+    return out(jd({"$schema": "https://json.schemastore.org/claude-code-settings.json",
+                   "model": "claude-sonnet-4-5", "env": {"ANTHROPIC_API_KEY": key, "DISABLE_TELEMETRY": "1",
+                                                         "BASH_DEFAULT_TIMEOUT_MS": "120000"},
+                   "permissions": {"allow": ["Bash(npm run test:*)", "Read(~/.zshrc)"],
+                                   "deny": ["Read(./.env)", "Read(./secrets/**)"]}}), key)
+
+
+@cred("claude-code-project-mcp-json-github-server-pat")
+def _a_mcp_github(rng):
+    pat = gh_fine(rng)
+    return out(jd({"mcpServers": {"github": {"type": "stdio", "command": "docker",
+                                             "args": ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN",
+                                                      "ghcr.io/github/github-mcp-server"],
+                                             "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": pat}},
+                                  "filesystem": {"command": "npx",
+                                                 "args": ["-y", "@modelcontextprotocol/server-filesystem", "./docs"]}}}),
+               pat)
+
+
+@cred("claude-desktop-config-postgres-mcp-args-url")
+def _a_mcp_pg(rng):
+    pw = safe(rng, 18)
+    return out(jd({"mcpServers": {"postgres": {"command": "npx", "args": [
+        "-y", "@modelcontextprotocol/server-postgres",
+        f"postgresql://readonly_agent:{pw}@db.staging.acme.internal:5432/orders"]}}}), pw)
+
+
+@cred("mcp-remote-args-header-bearer-linear-key")
+def _a_mcp_remote(rng):
+    key = "lin_api_" + mixed(rng, 40)
+    return out(jd({"mcpServers": {"linear": {"command": "npx", "args": [
+        "-y", "mcp-remote", "https://mcp.linear.app/mcp", "--header", f"Authorization: Bearer {key}"]}}}), key)
+
+
+@cred("mcp-inspector-cli-env-flag-shell-history")
+def _a_mcp_inspector(rng):
+    key = "BSA" + mixed(rng, 28)
+    return out(f'''
+        : {epoch(rng)}:0;cd ~/src/mcp-brave && npm run build
+        : {epoch(rng)}:0;npx @modelcontextprotocol/inspector -e BRAVE_API_KEY={key} node build/index.js
+        : {epoch(rng)}:0;git status
+        ''', key)
+
+
+@cred("cursor-mcp-json-supabase-access-token-arg")
+def _a_cursor_supabase(rng):
+    tok = "sbp_" + hexa(rng, 40)
+    return out(jd({"mcpServers": {"supabase": {"command": "npx", "args": [
+        "-y", "@supabase/mcp-server-supabase@latest", "--read-only", "--project-ref=" + lower(rng, 20),
+        "--access-token", tok]}}}), tok)
+
+
+@cred("claude-code-oauth-token-hardcoded-in-workflow-with")
+def _a_claude_action(rng):
+    tok = "sk-ant-oat01-" + urlsafe(rng, 93) + "AA"
+    return out(f'''
+        name: Claude review
+        on:
+          pull_request:
+            types: [opened, synchronize]
+        jobs:
+          review:
+            runs-on: ubuntu-latest
+            steps:
+              - uses: actions/checkout@v4
+              - uses: anthropics/claude-code-action@v1
+                with:
+                  claude_code_oauth_token: {tok}
+                  prompt: "Review this PR for security issues."
+        ''', tok)
+
+
+@cred("semantic-kernel-appsettings-development-azure-openai")
+def _a_sk_appsettings(rng):
+    key = hexa(rng, 32)
+    return out(jd({"Logging": {"LogLevel": {"Default": "Information"}},
+                   "AzureOpenAI": {"Endpoint": "https://fabrikam-ai.openai.azure.com/",
+                                   "ChatDeploymentName": "gpt-4o", "ApiKey": key},
+                   "AllowedHosts": "*"}), key)
+
+
+@cred("semantic-kernel-python-dotenv-global-llm-service")
+def _a_sk_env(rng):
+    key = openai_key(rng)
+    return out(f'''
+        GLOBAL_LLM_SERVICE="OpenAI"
+        OPENAI_API_KEY="{key}"
+        OPENAI_CHAT_MODEL_ID="gpt-4o-mini"
+        OPENAI_ORG_ID="org-{mixed(rng, 24)}"
+        ''', key)
+
+
+@cred("llamaindex-notebook-cell-anthropic-llm-settings")
+def _a_llamaindex_nb(rng):
+    key = anthropic_key(rng)
+    src = ["from llama_index.core import Settings\n", "from llama_index.llms.anthropic import Anthropic\n",
+           "\n", f'Settings.llm = Anthropic(model="claude-haiku-4-5", api_key="{key}")\n',
+           "Settings.chunk_size = 512"]
+    return out(jd({"cells": [{"cell_type": "code", "execution_count": 3, "id": lower(rng, 8), "metadata": {},
+                              "outputs": [], "source": src}],
+                   "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+                   "nbformat": 4, "nbformat_minor": 5}, 1), key)
+
+
+@cred("llamaparse-llx-key-constructor")
+def _a_llamaparse(rng):
+    key = "llx-" + mixed(rng, 48)
+    return out(f'''
+        from llama_cloud_services import LlamaParse
+
+        parser = LlamaParse(
+            api_key="{key}",
+            result_type="markdown",
+            num_workers=4,
+            language="en",
+        )
+        docs = parser.load_data("./contracts/msa_2026.pdf")
+        ''', key)
+
+
+@cred("dspy-lm-constructor-api-key-and-base")
+def _a_dspy(rng):
+    key = "gsk_" + mixed(rng, 52)
+    return out(f'''
+        import dspy
+
+        lm = dspy.LM("groq/llama-3.3-70b-versatile", api_key="{key}", max_tokens=2000)
+        dspy.configure(lm=lm)
+
+        qa = dspy.ChainOfThought("question -> answer")
+        print(qa(question="What is the capital of Bhutan?").answer)
+        ''', key)
+
+
+@cred("haystack-secret-from-token-hf-generator")
+def _a_haystack(rng):
+    tok = hf_token(rng)
+    return out(f'''
+        from haystack.components.generators import HuggingFaceAPIGenerator
+        from haystack.utils import Secret
+
+        generator = HuggingFaceAPIGenerator(
+            api_type="serverless_inference_api",
+            api_params={{"model": "mistralai/Mistral-7B-Instruct-v0.3"}},
+            token=Secret.from_token("{tok}"),
+        )
+        ''', tok)
+
+
+@cred("smolagents-inference-client-model-token")
+def _a_smolagents(rng):
+    tok = hf_token(rng)
+    return out(f'''
+        from smolagents import CodeAgent, InferenceClientModel, WebSearchTool
+
+        model = InferenceClientModel(model_id="Qwen/Qwen3-Coder-30B-A3B-Instruct", token="{tok}")
+        agent = CodeAgent(tools=[WebSearchTool()], model=model, max_steps=6)
+        agent.run("How many seconds would it take a leopard at full speed to run through Pont des Arts?")
+        ''', tok)
+
+
+@cred("logfire-configure-write-token-fastapi-main")
+def _a_logfire(rng):
+    tok = "pylf_v1_eu_" + mixed(rng, 48)
+    return out(f'''
+        import logfire
+        from fastapi import FastAPI
+
+        app = FastAPI()
+        logfire.configure(token="{tok}", service_name="checkout-api", environment="prod")
+        logfire.instrument_fastapi(app)
+        logfire.instrument_pydantic_ai()
+        ''', tok)
+
+
+@cred("pydantic-ai-openai-provider-openrouter-key")
+def _a_pydantic_ai(rng):
+    key = "sk-or-v1-" + hexa(rng, 64)
+    return out(f'''
+        from pydantic_ai import Agent
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openrouter import OpenRouterProvider
+
+        model = OpenAIChatModel(
+            "google/gemini-2.5-flash",
+            provider=OpenRouterProvider(api_key="{key}"),
+        )
+        agent = Agent(model, output_type=Invoice, instructions="Extract the invoice fields.")
+        ''', key)
+
+
+@cred("letta-server-compose-password-and-openai")
+def _a_letta(rng):
+    pw, key = safe(rng, 24), openai_key(rng)
+    return out(f'''
+        services:
+          letta_server:
+            image: letta/letta:0.11.7
+            ports:
+              - "8283:8283"
+            environment:
+              - SECURE=true
+              - LETTA_SERVER_PASSWORD={pw}
+              - OPENAI_API_KEY={key}
+              - LETTA_PG_URI=postgresql://letta:${{LETTA_PG_PASSWORD}}@letta_db:5432/letta
+        ''', pw, key)
+
+
+@cred("mem0-memory-from-config-qdrant-cloud-key")
+def _a_mem0(rng):
+    key = urlsafe(rng, 40).replace("-", "_")
+    return out(f'''
+        from mem0 import Memory
+
+        config = {{
+            "vector_store": {{
+                "provider": "qdrant",
+                "config": {{
+                    "collection_name": "agent_memories",
+                    "url": "https://{uid(rng)}.eu-central-1-0.aws.cloud.qdrant.io:6333",
+                    "api_key": "{key}",
+                    "embedding_model_dims": 1536,
+                }},
+            }},
+        }}
+        m = Memory.from_config(config)
+        ''', key)
+
+
+@cred("browser-use-agent-sensitive-data-dict-password")
+def _a_browser_use(rng):
+    pw = person(rng)
+    return out(f'''
+        from browser_use import Agent, ChatOpenAI
+
+        sensitive_data = {{
+            "https://*.supplier-portal.example": {{"x_user": "purchasing@acme.example", "x_password": "{pw}"}},
+        }}
+        agent = Agent(
+            task="Log in with x_user and x_password and download the March invoice PDF",
+            llm=ChatOpenAI(model="gpt-4.1"),
+            sensitive_data=sensitive_data,
+            use_vision=False,
+        )
+        ''', pw)
+
+
+@cred("tavily-client-tvly-dev-key-script")
+def _a_tavily(rng):
+    key = "tvly-dev-" + mixed(rng, 32)
+    return out(f'''
+        from tavily import TavilyClient
+
+        tavily = TavilyClient(api_key="{key}")
+        resp = tavily.search("EU AI Act general-purpose model obligations August 2025", max_results=5)
+        for r in resp["results"]:
+            print(r["url"], r["score"])
+        ''', key)
+
+
+@cred("firecrawl-app-fc-key-node")
+def _a_firecrawl(rng):
+    key = "fc-" + hexa(rng, 32)
+    return out(f'''
+        import Firecrawl from '@mendable/firecrawl-js';
+
+        const app = new Firecrawl({{ apiKey: '{key}' }});
+        const doc = await app.scrape('https://docs.stripe.com/api', {{ formats: ['markdown'] }});
+        console.log(doc.markdown?.slice(0, 400));
+        ''', key)
+
+
+@cred("e2b-sandbox-terminal-export-and-run")
+def _a_e2b(rng):
+    key = "e2b_" + hexa(rng, 40)
+    return out(f'''
+        $ export E2B_API_KEY={key}
+        $ python run_sandbox.py
+        Sandbox started: i{lower(rng, 19)}
+        stdout: Python 3.12.7
+        Sandbox killed.
+        ''', key)
+
+
+@cred("browserbase-session-create-curl-header")
+def _a_browserbase(rng):
+    key = "bb_live_" + urlsafe(rng, 27)
+    return out(f'''
+        curl --request POST \\
+          --url https://api.browserbase.com/v1/sessions \\
+          --header 'Content-Type: application/json' \\
+          --header 'X-BB-API-Key: {key}' \\
+          --data '{{"projectId": "{uid(rng)}", "browserSettings": {{"blockAds": true}}}}'
+        ''', key)
+
+
+@cred("langchain-sql-database-from-uri-mssql-notebook")
+def _a_lc_sql(rng):
+    pw = safe(rng, 14)
+    return out(f'''
+        In [4]: from langchain_community.utilities import SQLDatabase
+        In [5]: db = SQLDatabase.from_uri("mssql+pyodbc://sa:{pw}@sqlprod02:1433/Northwind?driver=ODBC+Driver+18+for+SQL+Server&TrustServerCertificate=yes")
+        In [6]: db.get_usable_table_names()[:5]
+        Out[6]: ['Categories', 'CustomerDemographics', 'Customers', 'EmployeeTerritories', 'Employees']
+        ''', pw)
+
+
+@cred("otlp-json-genai-input-messages-pasted-key")
+def _a_otlp_msgs(rng):
+    key = "xai-" + mixed(rng, 80)
+    msgs = json.dumps([{"role": "user", "parts": [{"type": "text", "content":
+                        f"my deploy fails with 401, here's the key I'm using: {key} - is it wrong?"}]}])
+    return out(jd({"resourceSpans": [{"resource": {"attributes": [
+        {"key": "service.name", "value": {"stringValue": "helpdesk-agent"}}]},
+        "scopeSpans": [{"scope": {"name": "opentelemetry.instrumentation.openai_v2", "version": "2.1b0"},
+                        "spans": [{"traceId": trace_id(rng), "spanId": span_id(rng), "name": "chat grok-4",
+                                   "kind": 3, "startTimeUnixNano": nano(rng), "endTimeUnixNano": nano(rng),
+                                   "attributes": [
+                                       {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                                       {"key": "gen_ai.provider.name", "value": {"stringValue": "x_ai"}},
+                                       {"key": "gen_ai.input.messages", "value": {"stringValue": msgs}},
+                                       {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "412"}}]}]}]}]}),
+               key)
+
+
+@cred("otel-exporter-otlp-headers-honeycomb-k8s-deployment")
+def _a_otel_hny(rng):
+    key = "hcaik_01" + lower(rng, 56)
+    return out(f'''
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: recommender
+        spec:
+          template:
+            spec:
+              containers:
+                - name: app
+                  image: registry.acme.io/recommender:2.14.0
+                  env:
+                    - name: OTEL_EXPORTER_OTLP_ENDPOINT
+                      value: https://api.honeycomb.io
+                    - name: OTEL_EXPORTER_OTLP_HEADERS
+                      value: "x-honeycomb-team={key},x-honeycomb-dataset=recommender"
+        ''', key)
+
+
+@cred("otelcol-bearertokenauth-extension-grafana-cloud")
+def _a_otelcol(rng):
+    tok = "glc_" + b64(rng, 96).rstrip("=")
+    return out(f'''
+        extensions:
+          bearertokenauth/grafana:
+            token: "{tok}"
+        exporters:
+          otlphttp/grafana:
+            endpoint: https://otlp-gateway-prod-eu-west-2.grafana.net/otlp
+            auth:
+              authenticator: bearertokenauth/grafana
+        service:
+          extensions: [bearertokenauth/grafana]
+        ''', tok)
+
+
+@cred("openlit-init-otlp-headers-basic-base64")
+def _a_openlit(rng):
+    enc = basic(digits(rng, 7), "glc_" + b64(rng, 60).rstrip("="))
+    return out(f'''
+        import openlit
+
+        openlit.init(
+            otlp_endpoint="https://otlp-gateway-prod-us-east-0.grafana.net/otlp",
+            otlp_headers="Authorization=Basic%20{enc}",
+            application_name="rag-api",
+        )
+        ''', enc)
+
+
+@cred("open-webui-docker-run-secret-and-openai-keys")
+def _a_openwebui(rng):
+    sec, key = mixed(rng, 32), openai_key(rng)
+    return out(f'''
+        docker run -d -p 3000:8080 \\
+          -e WEBUI_SECRET_KEY={sec} \\
+          -e OPENAI_API_KEYS="{key}" \\
+          -v open-webui:/app/backend/data \\
+          --name open-webui ghcr.io/open-webui/open-webui:main
+        ''', sec, key)
+
+
+@cred("litellm-proxy-config-master-key-and-azure-key")
+def _a_litellm_cfg(rng):
+    mk, ak = "sk-" + mixed(rng, 22), hexa(rng, 32)
+    return out(f'''
+        model_list:
+          - model_name: gpt-4o
+            litellm_params:
+              model: azure/gpt-4o-eu
+              api_base: https://acme-swc.openai.azure.com/
+              api_key: "{ak}"
+              api_version: "2025-01-01-preview"
+        general_settings:
+          master_key: {mk}
+          database_url: os.environ/DATABASE_URL
+        ''', mk, ak)
+
+
+@cred("litellm-key-generate-response-virtual-key")
+def _a_litellm_gen(rng):
+    key = "sk-" + urlsafe(rng, 22)
+    return out(f'''
+        $ curl -s -X POST http://localhost:4000/key/generate -H "Authorization: Bearer $LITELLM_MASTER_KEY" \\
+            -H 'Content-Type: application/json' -d '{{"models": ["gpt-4o"], "max_budget": 25, "user_id": "intern-7"}}' | jq .
+        {{
+          "key_alias": null,
+          "key": "{key}",
+          "expires": null,
+          "models": ["gpt-4o"],
+          "max_budget": 25.0,
+          "user_id": "intern-7",
+          "token_id": "{sha256(rng)}"
+        }}
+        ''', key)
+
+
+@cred("vllm-serve-api-key-flag-systemd-execstart")
+def _a_vllm(rng):
+    tok = "token-" + lower(rng, 24)
+    return out(f'''
+        [Unit]
+        Description=vLLM OpenAI-compatible server
+        After=network-online.target
+
+        [Service]
+        User=vllm
+        ExecStart=/opt/vllm/.venv/bin/vllm serve Qwen/Qwen3-32B --port 8000 --tensor-parallel-size 2 --api-key {tok}
+        Restart=on-failure
+
+        [Install]
+        WantedBy=multi-user.target
+        ''', tok)
+
+
+@cred("tgi-docker-run-hf-token-gated-model")
+def _a_tgi(rng):
+    tok = hf_token(rng)
+    return out(f'''
+        model=meta-llama/Llama-3.1-8B-Instruct
+        docker run --gpus all --shm-size 1g -p 8080:80 -v $PWD/data:/data \\
+            -e HF_TOKEN={tok} \\
+            ghcr.io/huggingface/text-generation-inference:3.3.4 --model-id $model
+        ''', tok)
+
+
+@cred("gemini-cli-dot-gemini-env-file")
+def _a_gemini_cli(rng):
+    key = google_key(rng)
+    return out(f'''
+        # ~/.gemini/.env
+        GEMINI_API_KEY={key}
+        GEMINI_MODEL=gemini-2.5-pro
+        ''', key)
+
+
+@cred("codex-cli-auth-json-key-and-refresh-token")
+def _a_codex_auth(rng):
+    key, rt = openai_key(rng), "rt_" + urlsafe(rng, 43) + "." + urlsafe(rng, 43)
+    return out(jd({"OPENAI_API_KEY": key, "tokens": {"refresh_token": rt, "account_id": uid(rng)},
+                   "last_refresh": when(rng)}), key, rt)
+
+
+@cred("aider-conf-yml-api-key-list")
+def _a_aider(rng):
+    key = anthropic_key(rng)
+    return out(f'''
+        ## .aider.conf.yml
+        model: sonnet
+        api-key:
+          - anthropic={key}
+        auto-commits: false
+        dark-mode: true
+        ''', key)
+
+
+@cred("continue-config-yaml-mistral-codestral-apikey")
+def _a_continue(rng):
+    key = mixed(rng, 32)
+    return out(f'''
+        name: Local Assistant
+        version: 1.0.0
+        schema: v1
+        models:
+          - name: Codestral
+            provider: mistral
+            model: codestral-latest
+            apiKey: {key}
+            roles:
+              - autocomplete
+        ''', key)
+
+
+@cred("roo-code-settings-export-openrouter-key")
+def _a_roo(rng):
+    key = "sk-or-v1-" + hexa(rng, 64)
+    return out(jd({"providerProfiles": {"currentApiConfigName": "default", "apiConfigs": {"default": {
+        "apiProvider": "openrouter", "openRouterApiKey": key, "openRouterModelId": "anthropic/claude-sonnet-4",
+        "id": lower(rng, 10)}}}, "globalSettings": {"autoApprovalEnabled": False, "language": "en"}}), key)
+
+
+@cred("goose-secrets-yaml-keyring-disabled")
+def _a_goose(rng):
+    key = openai_key(rng)
+    return out(f'''
+        # ~/.config/goose/secrets.yaml  (GOOSE_DISABLE_KEYRING=1)
+        OPENAI_API_KEY: {key}
+        ''', key)
+
+
+@cred("n8n-workflow-export-http-node-header-literal")
+def _a_n8n(rng):
+    key = "xai-" + mixed(rng, 80)
+    return out(jd({"name": "Summarize tickets", "nodes": [{
+        "parameters": {"method": "POST", "url": "https://api.x.ai/v1/chat/completions", "sendHeaders": True,
+                       "headerParameters": {"parameters": [{"name": "Authorization", "value": f"Bearer {key}"}]}},
+        "id": uid(rng), "name": "HTTP Request", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2,
+        "position": [520, 300]}], "connections": {}, "active": False, "versionId": uid(rng)}), key)
+
+
+@cred("dify-docker-env-secret-key-and-db-password")
+def _a_dify(rng):
+    sk, pw = "sk-" + b64(rng, 36), safe(rng, 20)
+    return out(f'''
+        # ------------------------------
+        # Server Configuration
+        # ------------------------------
+        CONSOLE_API_URL=https://dify.acme.internal
+        SECRET_KEY={sk}
+        INIT_PASSWORD=
+        DB_USERNAME=postgres
+        DB_PASSWORD={pw}
+        DB_HOST=db
+        DB_PORT=5432
+        ''', sk, pw)
+
+
+@cred("langflow-env-superuser-password")
+def _a_langflow(rng):
+    pw = symbolic(rng, 16)
+    return out(f'''
+        LANGFLOW_AUTO_LOGIN=False
+        LANGFLOW_SUPERUSER=admin
+        LANGFLOW_SUPERUSER_PASSWORD={pw}
+        LANGFLOW_NEW_USER_IS_ACTIVE=False
+        ''', pw)
+
+
+@cred("chainlit-env-auth-secret-and-literal-ai-key")
+def _a_chainlit(rng):
+    sec, key = urlsafe(rng, 64), "lsk_" + mixed(rng, 40)
+    return out(f'''
+        CHAINLIT_AUTH_SECRET="{sec}"
+        LITERAL_API_KEY="{key}"
+        OAUTH_GITHUB_CLIENT_ID="Iv23li{mixed(rng, 14)}"
+        ''', sec, key)
+
+
+@cred("streamlit-secrets-toml-snowflake-connection")
+def _a_streamlit(rng):
+    pw = symbolic(rng, 18, "!#%*+-=?@_")
+    return out(f'''
+        # .streamlit/secrets.toml
+        [connections.snowflake]
+        account = "xy12345.eu-central-1"
+        user = "STREAMLIT_SVC"
+        password = "{pw}"
+        role = "ANALYST"
+        warehouse = "COMPUTE_WH"
+        database = "SALES"
+        ''', pw)
+
+
+@cred("gradio-launch-auth-tuple-share")
+def _a_gradio(rng):
+    pw = person(rng)
+    return out(f'''
+        if __name__ == "__main__":
+            demo.queue(max_size=20).launch(
+                share=True,
+                auth=("reviewer", "{pw}"),
+                server_name="0.0.0.0",
+            )
+        ''', pw)
+
+
+@cred("openai-realtime-client-secret-response-ephemeral")
+def _a_realtime(rng):
+    ek = "ek_" + hexa(rng, 32)
+    return out(jd({"value": ek, "expires_at": epoch(rng), "session": {"type": "realtime", "object":
+                                                                      "realtime.session", "id": "sess_" + mixed(rng, 22),
+                                                                      "model": "gpt-realtime",
+                                                                      "audio": {"output": {"voice": "marin"}}}}), ek)
+
+
+# -- vector databases --
+
+@cred("pinecone-grpc-client-notebook-upsert")
+def _v_pinecone(rng):
+    key = "pcsk_" + mixed(rng, 6) + "_" + mixed(rng, 63)
+    return out(f'''
+        from pinecone.grpc import PineconeGRPC as Pinecone
+
+        pc = Pinecone(api_key="{key}")
+        index = pc.Index(host="https://products-{lower(rng, 7)}.svc.aped-4627-b74a.pinecone.io")
+        index.upsert(vectors=batch, namespace="catalog-2026")
+        ''', key)
+
+
+@cred("weaviate-compose-apikey-allowed-keys-two")
+def _v_weaviate(rng):
+    k1, k2 = mixed(rng, 32), mixed(rng, 32)
+    return out(f'''
+        services:
+          weaviate:
+            image: cr.weaviate.io/semitechnologies/weaviate:1.32.2
+            environment:
+              AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED: 'false'
+              AUTHENTICATION_APIKEY_ENABLED: 'true'
+              AUTHENTICATION_APIKEY_ALLOWED_KEYS: '{k1},{k2}'
+              AUTHENTICATION_APIKEY_USERS: 'ingest-svc,readonly-dashboards'
+              PERSISTENCE_DATA_PATH: '/var/lib/weaviate'
+        ''', k1, k2)
+
+
+@cred("qdrant-config-yaml-service-api-key")
+def _v_qdrant_cfg(rng):
+    key = urlsafe(rng, 48)
+    return out(f'''
+        # /qdrant/config/production.yaml
+        service:
+          host: 0.0.0.0
+          http_port: 6333
+          grpc_port: 6334
+          enable_tls: true
+          api_key: {key}
+        storage:
+          storage_path: /qdrant/storage
+        ''', key)
+
+
+@cred("pymilvus-connect-token-user-colon-password")
+def _v_milvus(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        from pymilvus import MilvusClient
+
+        client = MilvusClient(uri="http://milvus-standalone.vector.svc:19530", token="root:{pw}")
+        client.create_collection("faq", dimension=1024, metric_type="COSINE")
+        ''', pw)
+
+
+@cred("zilliz-cloud-serverless-api-key-env")
+def _v_zilliz(rng):
+    key = hexa(rng, 104)
+    return out(f'''
+        ZILLIZ_CLOUD_URI=https://in03-{hexa(rng, 15)}.serverless.gcp-us-west1.cloud.zilliz.com
+        ZILLIZ_CLOUD_API_KEY={key}
+        ''', key)
+
+
+@cred("chroma-cloud-client-ck-key")
+def _v_chroma_cloud(rng):
+    key = "ck-" + mixed(rng, 44)
+    return out(f'''
+        import chromadb
+
+        client = chromadb.CloudClient(
+            api_key="{key}",
+            tenant="{uid(rng)}",
+            database="support-kb",
+        )
+        ''', key)
+
+
+@cred("chroma-server-authn-credentials-env-token")
+def _v_chroma_srv(rng):
+    tok = "chr-" + urlsafe(rng, 40)
+    return out(f'''
+        CHROMA_SERVER_AUTHN_PROVIDER=chromadb.auth.token_authn.TokenAuthenticationServerProvider
+        CHROMA_SERVER_AUTHN_CREDENTIALS={tok}
+        CHROMA_AUTH_TOKEN_TRANSPORT_HEADER=X-Chroma-Token
+        ''', tok)
+
+
+@cred("lancedb-cloud-connect-api-key")
+def _v_lancedb(rng):
+    key = "sk_" + upper(rng, 52)
+    return out(f'''
+        import lancedb
+
+        db = lancedb.connect(uri="db://docs-search-{lower(rng, 6)}", api_key="{key}", region="us-east-1")
+        tbl = db.open_table("chunks")
+        ''', key)
+
+
+@cred("turbopuffer-namespace-write-curl")
+def _v_tpuf(rng):
+    key = "tpuf_" + mixed(rng, 32)
+    return out(f'''
+        curl -X POST https://gcp-us-central1.turbopuffer.com/v2/namespaces/support-docs \\
+          -H "Authorization: Bearer {key}" \\
+          -H "Content-Type: application/json" \\
+          -d '{{"upsert_rows": [{{"id": 1, "vector": [0.1, 0.2], "title": "Refund policy"}}], "distance_metric": "cosine_distance"}}'
+        ''', key)
+
+
+@cred("astra-db-application-token-data-api-client")
+def _v_astra(rng):
+    tok = "AstraCS:" + chars(rng, string.ascii_letters, 24) + ":" + hexa(rng, 64)
+    return out(f'''
+        from astrapy import DataAPIClient
+
+        client = DataAPIClient()
+        db = client.get_database(
+            "https://{uid(rng)}-us-east-2.apps.astra.datastax.com",
+            token="{tok}",
+        )
+        ''', tok)
+
+
+@cred("upstash-vector-rest-token-env-local")
+def _v_upstash(rng):
+    tok = "AB" + b64url(rng, 60) + "="
+    return out(f'''
+        UPSTASH_VECTOR_REST_URL="https://sharp-{rng.choice(_WORDS)}-{rng.randint(10000, 99999)}-us1-vector.upstash.io"
+        UPSTASH_VECTOR_REST_TOKEN="{tok}"
+        ''', tok)
+
+
+@cred("meilisearch-master-key-docker-run")
+def _v_meili(rng):
+    key = urlsafe(rng, 32)
+    return out(f'''
+        docker run -it --rm -p 7700:7700 \\
+          -e MEILI_ENV=production \\
+          -e MEILI_MASTER_KEY='{key}' \\
+          -v $(pwd)/meili_data:/meili_data getmeili/meilisearch:v1.16
+        ''', key)
+
+
+@cred("typesense-server-ini-api-key")
+def _v_typesense(rng):
+    key = mixed(rng, 40)
+    return out(f'''
+        ; /etc/typesense/typesense-server.ini
+        [server]
+        api-address = 0.0.0.0
+        api-port = 8108
+        data-dir = /var/lib/typesense
+        api-key = {key}
+        log-dir = /var/log/typesense
+        ''', key)
+
+
+@cred("elasticsearch-vector-python-client-api-key-encoded")
+def _v_es_py(rng):
+    enc = base64.b64encode(f"{mixed(rng, 20)}:{urlsafe(rng, 22)}".encode()).decode()
+    return out(f'''
+        from elasticsearch import Elasticsearch
+
+        es = Elasticsearch(
+            "https://search-prod.es.europe-west3.gcp.cloud.es.io:443",
+            api_key="{enc}",
+        )
+        es.search(index="docs", knn={{"field": "embedding", "query_vector": qv, "k": 10, "num_candidates": 100}})
+        ''', enc)
+
+
+# @@CRED@@
+
+# ---- clean documents ------------------------------------------------------------------------------------------
+
+# @@CLEAN@@
+
+
+SHAPES = tuple(name for name, _ in _CRED)
+CLEAN_SHAPES = tuple(name for name, _ in _CLEAN)
+
+
+def documents(seed: int = SEED) -> list[Document]:
+    """One document per credential shape (values drawn from `seed`), then the clean documents."""
+    rng = random.Random(seed)
+    made = [Document(name, *fn(rng)) for name, fn in _CRED]
+    return made + [Document(name, fn(rng)) for name, fn in _CLEAN]
+
+
+def generate(seed: int = SEED) -> list[Document]:
+    """The same documents as `documents`."""
+    return documents(seed)
