@@ -1191,6 +1191,687 @@ def _v_es_py(rng):
         ''', enc)
 
 
+# -- cloud CLIs and their config files --
+
+@cred("aws-credentials-file-sso-profile-plus-static-session")
+def _k_aws_creds(rng):
+    sk, st = aws_secret(rng), "IQoJb3JpZ2luX2VjE" + b64(rng, 300)
+    return out(f'''
+        [default]
+        region = eu-west-1
+
+        [incident-2026-0412]
+        aws_access_key_id = {aws_id(rng, "ASIA")}
+        aws_secret_access_key = {sk}
+        aws_session_token = {st}
+        ''', sk, st)
+
+
+@cred("aws-sts-assume-role-json-output-credentials")
+def _k_sts(rng):
+    sk, st = aws_secret(rng), "FwoGZXIvYXdzE" + b64(rng, 260)
+    return out(jd({"Credentials": {"AccessKeyId": aws_id(rng, "ASIA"), "SecretAccessKey": sk, "SessionToken": st,
+                                   "Expiration": when(rng)},
+                   "AssumedRoleUser": {"AssumedRoleId": "AROA" + b32(rng, 17) + ":ci-deploy",
+                                       "Arn": f"arn:aws:sts::{digits(rng, 12)}:assumed-role/Deployer/ci-deploy"}},
+                  4), sk, st)
+
+
+@cred("aws-iam-create-access-key-text-output")
+def _k_iam_key(rng):
+    sk = aws_secret(rng)
+    return out(f'''
+        $ aws iam create-access-key --user-name svc-backup --output text
+        ACCESSKEY\t{aws_id(rng)}\t{when(rng)}\t{sk}\tActive\tsvc-backup
+        ''', sk)
+
+
+@cred("aws-secretsmanager-get-secret-value-rds-json")
+def _k_sm(rng):
+    pw = symbolic(rng, 28, "!#$%&*+-=?^_~")
+    inner = json.dumps({"username": "app_rw", "password": pw, "engine": "postgres",
+                        "host": "orders.cluster-c9xk2.eu-west-1.rds.amazonaws.com", "port": 5432})
+    return out(jd({"ARN": f"arn:aws:secretsmanager:eu-west-1:{digits(rng, 12)}:secret:prod/orders/rds-AbC1d2",
+                   "Name": "prod/orders/rds", "VersionId": uid(rng), "SecretString": inner,
+                   "VersionStages": ["AWSCURRENT"], "CreatedDate": "2026-02-11T09:14:22.113000+00:00"}, 4), pw)
+
+
+@cred("aws-ssm-get-parameter-with-decryption-table")
+def _k_ssm(rng):
+    v = mixed(rng, 32)
+    return out(f'''
+        $ aws ssm get-parameter --name /payments/prod/webhook-signing-secret --with-decryption --output table
+        -------------------------------------------------------------------------------------------
+        |                                      GetParameter                                       |
+        +-----------------------------------------------------------------------------------------+
+        ||                                       Parameter                                       ||
+        |+------------------+--------------------------------------------------------------------+|
+        ||  DataType        |  text                                                              ||
+        ||  Name            |  /payments/prod/webhook-signing-secret                             ||
+        ||  Type            |  SecureString                                                      ||
+        ||  Value           |  {v}                                  ||
+        ||  Version         |  7                                                                 ||
+        |+------------------+--------------------------------------------------------------------+|
+        ''', v)
+
+
+@cred("aws-cognito-initiate-auth-cli-password-param")
+def _k_cognito(rng):
+    pw = person(rng)
+    return out(f'''
+        aws cognito-idp initiate-auth --region eu-central-1 \\
+          --auth-flow USER_PASSWORD_AUTH \\
+          --client-id {lower(rng, 26)} \\
+          --auth-parameters USERNAME=qa-bot@acme.example,PASSWORD='{pw}'
+        ''', pw)
+
+
+@cred("docker-login-password-stdin-bypassed-ecr-token")
+def _k_ecr(rng):
+    tok = "eyJwYXlsb2FkIjoi" + b64(rng, 900).replace("\n", "")
+    return out(f'''
+        + docker login --username AWS --password {tok} {digits(rng, 12)}.dkr.ecr.us-east-1.amazonaws.com
+        WARNING! Using --password via the CLI is insecure. Use --password-stdin.
+        Login Succeeded
+        ''', tok)
+
+
+@cred("gcloud-adc-authorized-user-json-custom-client")
+def _k_adc(rng):
+    cs, rt = "GOCSPX-" + urlsafe(rng, 28), "1//0" + urlsafe(rng, 99)
+    return out(jd({"account": "", "client_id": f"{digits(rng, 12)}-{lower(rng, 32)}.apps.googleusercontent.com",
+                   "client_secret": cs, "quota_project_id": "acme-data-prod", "refresh_token": rt,
+                   "type": "authorized_user", "universe_domain": "googleapis.com"}), cs, rt)
+
+
+@cred("gcloud-auth-print-access-token-pasted-curl")
+def _k_gcloud_at(rng):
+    tok = "ya29.a0AQQ_BD" + urlsafe(rng, 200)
+    return out(f'''
+        $ gcloud auth print-access-token
+        {tok}
+        $ curl -H "Authorization: Bearer {tok}" https://bigquery.googleapis.com/bigquery/v2/projects/acme-data-prod/datasets
+        ''', tok)
+
+
+@cred("gcloud-sql-users-set-password-history")
+def _k_gcloud_sql(rng):
+    pw = safe(rng, 20)
+    return out(f'''
+         1021  gcloud config set project acme-billing-prod
+         1022  gcloud sql users list --instance=billing-pg16
+         1023  gcloud sql users set-password billing_app --instance=billing-pg16 --password={pw}
+         1024  gcloud sql connect billing-pg16 --user=billing_app
+        ''', pw)
+
+
+@cred("gcloud-iam-sa-key-json-written-to-repo")
+def _k_sa_key(rng):
+    first = pem_first(rng, RSA_PKCS8)
+    key = pem(rng, first).replace("\n", "\\n") + "\\n"
+    text = ('{\n  "type": "service_account",\n  "project_id": "acme-ml-training",\n'
+            f'  "private_key_id": "{hexa(rng, 40)}",\n  "private_key": "{key}",\n'
+            '  "client_email": "trainer@acme-ml-training.iam.gserviceaccount.com",\n'
+            f'  "client_id": "{digits(rng, 21)}",\n  "auth_uri": "https://accounts.google.com/o/oauth2/auth",\n'
+            '  "token_uri": "https://oauth2.googleapis.com/token",\n  "universe_domain": "googleapis.com"\n}\n')
+    return text, (first,)
+
+
+@cred("az-ad-sp-create-for-rbac-json-password")
+def _k_az_sp(rng):
+    pw = azure_secret(rng)
+    return out(jd({"appId": uid(rng), "displayName": "gh-actions-deployer", "password": pw, "tenant": uid(rng)}),
+               pw)
+
+
+@cred("az-login-service-principal-password-flag-history")
+def _k_az_login(rng):
+    pw = azure_secret(rng)
+    return out(f'''
+        PS C:\\ops> az login --service-principal -u {uid(rng)} -p {pw} --tenant contoso.onmicrosoft.com
+        [
+          {{
+            "cloudName": "AzureCloud",
+            "isDefault": true,
+            "name": "Contoso Production",
+            "state": "Enabled",
+            "user": {{ "name": "{uid(rng)}", "type": "servicePrincipal" }}
+          }}
+        ]
+        ''', pw)
+
+
+@cred("az-storage-account-keys-list-table-two-keys")
+def _k_az_keys(rng):
+    k1, k2 = b64(rng, 64), b64(rng, 64)
+    return out(f'''
+        $ az storage account keys list -g rg-data -n stdatalake01 -o table
+        CreationTime                      KeyName    Permissions    Value
+        --------------------------------  ---------  -------------  ----------------------------------------------------------------------------------------
+        {day(rng)}T08:11:04.129311+00:00  key1       FULL           {k1}
+        {day(rng)}T08:11:04.129311+00:00  key2       FULL           {k2}
+        ''', k1, k2)
+
+
+@cred("az-storage-generate-sas-output-url-sig")
+def _k_az_sas(rng):
+    sig = quote(b64(rng, 32))
+    return out(f'''
+        $ az storage container generate-sas --account-name stexports --name nightly --permissions rl --expiry 2026-12-31 -o tsv
+        se=2026-12-31&sp=rl&sv=2022-11-02&sr=c&sig={sig}
+        ''', sig)
+
+
+@cred("az-acr-credential-show-two-passwords")
+def _k_acr(rng):
+    p1, p2 = urlsafe(rng, 52).replace("-", "+").replace("_", "/"), urlsafe(rng, 52).replace("-", "+").replace("_", "/")
+    return out(jd({"passwords": [{"name": "password", "value": p1}, {"name": "password2", "value": p2}],
+                   "username": "acmeregistry"}), p1, p2)
+
+
+@cred("az-cosmosdb-keys-list-primary-master")
+def _k_cosmos(rng):
+    k = b64(rng, 64)
+    return out(jd({"primaryMasterKey": k, "primaryReadonlyMasterKey": "<redacted by script>",
+                   "secondaryMasterKey": "<redacted by script>", "secondaryReadonlyMasterKey": "<redacted by script>"}), k)
+
+
+@cred("azure-publish-settings-userpwd-attribute")
+def _k_pubxml(rng):
+    pw = mixed(rng, 60)
+    return out(f'''
+        <publishData>
+          <publishProfile profileName="shop-api - Web Deploy" publishMethod="MSDeploy"
+            publishUrl="shop-api.scm.azurewebsites.net:443" msdeploySite="shop-api"
+            userName="$shop-api" userPWD="{pw}"
+            destinationAppUrl="https://shop-api.azurewebsites.net" SQLServerDBConnectionString=""
+            hostingProviderForumLink="" controlPanelLink="https://portal.azure.com" webSystem="WebSites">
+            <databases />
+          </publishProfile>
+        </publishData>
+        ''', pw)
+
+
+@cred("doctl-config-yaml-access-token-contexts")
+def _k_doctl(rng):
+    t1 = "dop_v1_" + hexa(rng, 64)
+    return out(f'''
+        access-token: {t1}
+        auth-contexts:
+          staging: {"dop_v1_" + "*" * 8}
+        context: default
+        output: text
+        ''', t1)
+
+
+@cred("flyctl-config-yml-access-token-fm2")
+def _k_fly_cfg(rng):
+    tok = "FlyV1 fm2_" + b64(rng, 180).replace("+", "").replace("/", "")
+    return out(f'''
+        access_token: {tok}
+        last_proxy: ""
+        metrics_token: ""
+        send_metrics: true
+        ''', tok.split(" ", 1)[1])
+
+
+@cred("fly-tokens-create-deploy-output-then-gh-secret")
+def _k_fly_deploy(rng):
+    tok = "FlyV1 fm2_" + b64(rng, 150).replace("+", "").replace("/", "")
+    return out(f'''
+        $ fly tokens create deploy -a billing-api -x 8760h
+        {tok}
+        $ gh secret set FLY_API_TOKEN --body "{tok}"
+        ✓ Set Actions secret FLY_API_TOKEN for acme/billing-api
+        ''', tok.split(" ", 1)[1])
+
+
+@cred("wrangler-default-toml-oauth-and-refresh")
+def _k_wrangler(rng):
+    at, rt = urlsafe(rng, 43) + "." + urlsafe(rng, 43), urlsafe(rng, 43) + "." + urlsafe(rng, 43)
+    return out(f'''
+        # ~/.wrangler/config/default.toml
+        oauth_token = "{at}"
+        expiration_time = "{when(rng)}"
+        refresh_token = "{rt}"
+        scopes = [ "account:read", "user:read", "workers:write", "workers_kv:write", "d1:write", "offline_access" ]
+        ''', at, rt)
+
+
+@cred("wrangler-toml-vars-block-literal-secret")
+def _k_wrangler_vars(rng):
+    sec = mixed(rng, 40)
+    return out(f'''
+        name = "edge-auth"
+        main = "src/index.ts"
+        compatibility_date = "2026-01-15"
+
+        [vars]
+        ISSUER = "https://auth.acme.example"
+        SESSION_HMAC_SECRET = "{sec}"
+
+        [[d1_databases]]
+        binding = "DB"
+        database_name = "edge-auth"
+        database_id = "{uid(rng)}"
+        ''', sec)
+
+
+@cred("cloudflare-api-token-github-actions-env-literal")
+def _k_cf_token(rng):
+    tok = urlsafe(rng, 40)
+    return out(f'''
+              - name: Deploy worker
+                uses: cloudflare/wrangler-action@v3
+                env:
+                  CLOUDFLARE_ACCOUNT_ID: {hexa(rng, 32)}
+                with:
+                  apiToken: {tok}
+                  command: deploy --env production
+        ''', tok)
+
+
+@cred("cloudflare-global-api-key-curl-x-auth-key")
+def _k_cf_global(rng):
+    key = hexa(rng, 37)
+    return out(f'''
+        curl -s "https://api.cloudflare.com/client/v4/zones?name=acme.example" \\
+             -H "X-Auth-Email: hostmaster@acme.example" \\
+             -H "X-Auth-Key: {key}" | jq '.result[0].id'
+        ''', key)
+
+
+@cred("cloudflared-tunnel-run-token-compose")
+def _k_cf_tunnel(rng):
+    tok = base64.b64encode(json.dumps({"a": hexa(rng, 32), "t": uid(rng), "s": b64(rng, 32)},
+                                      separators=(",", ":")).encode()).decode()
+    return out(f'''
+        services:
+          cloudflared:
+            image: cloudflare/cloudflared:2026.1.1
+            command: tunnel --no-autoupdate run --token {tok}
+            restart: unless-stopped
+        ''', tok)
+
+
+@cred("vercel-cli-auth-json-token")
+def _k_vercel(rng):
+    tok = mixed(rng, 24)
+    return out(jd({"// Note": "This is your Vercel credentials file. DO NOT SHARE!",
+                   "// Docs": "https://vercel.com/docs/projects/project-configuration/global-configuration#auth.json",
+                   "token": tok}), tok)
+
+
+@cred("vercel-deploy-token-flag-ci-script")
+def _k_vercel_ci(rng):
+    tok = mixed(rng, 24)
+    return out(f'''
+        #!/usr/bin/env bash
+        set -euo pipefail
+        npx vercel pull --yes --environment=production --token={tok}
+        npx vercel build --prod --token={tok}
+        npx vercel deploy --prebuilt --prod --token={tok}
+        ''', tok)
+
+
+@cred("netlify-cli-config-json-users-auth-token")
+def _k_netlify(rng):
+    tok = "nfp_" + mixed(rng, 36)
+    uid_ = hexa(rng, 24)
+    return out(jd({"telemetryDisabled": True, "cliId": uid(rng), "userId": uid_, "users": {
+        uid_: {"id": uid_, "name": "Ana K", "email": "ana@acme.example", "auth": {
+            "token": tok, "github": {"user": None, "token": None}}}}}), tok)
+
+
+@cred("heroku-netrc-api-and-git-hrku-token")
+def _k_heroku(rng):
+    tok = "HRKU-AA" + urlsafe(rng, 58)
+    return out(f'''
+        machine api.heroku.com
+          login ana@acme.example
+          password {tok}
+        machine git.heroku.com
+          login ana@acme.example
+          password {tok}
+        ''', tok)
+
+
+@cred("heroku-config-output-database-url-password")
+def _k_heroku_config(rng):
+    pw = hexa(rng, 64)
+    return out(f'''
+        $ heroku config -a legacy-crm
+        === legacy-crm Config Vars
+        DATABASE_URL:           postgres://u{lower(rng, 13)}:{pw}@c{lower(rng, 11)}.cluster-czrs8kj4isg7.us-east-1.rds.amazonaws.com:5432/d{lower(rng, 13)}
+        LANG:                   en_US.UTF-8
+        RACK_ENV:               production
+        WEB_CONCURRENCY:        3
+        ''', pw)
+
+
+@cred("railway-cli-config-json-user-token")
+def _k_railway(rng):
+    tok = hexa(rng, 32)
+    return out(jd({"projects": {"/home/ana/src/shop": {"projectPath": "/home/ana/src/shop",
+                                                       "name": "shop", "project": uid(rng), "environment": uid(rng)}},
+                   "user": {"token": tok, "accessToken": None}, "linkedFunctions": None}), tok)
+
+
+@cred("railway-token-uuid-in-gitlab-ci-variables")
+def _k_railway_ci(rng):
+    tok = uid(rng)
+    return out(f'''
+        deploy:
+          stage: deploy
+          image: ghcr.io/railwayapp/cli:latest
+          variables:
+            SVC_ID: {uid(rng)}
+            RAILWAY_TOKEN: {tok}
+          script:
+            - railway up --service=$SVC_ID
+        ''', tok)
+
+
+@cred("supabase-status-output-service-role-and-db-url")
+def _k_supabase_status(rng):
+    srk = jwt(rng, {"iss": "supabase", "ref": lower(rng, 20), "role": "service_role", "iat": 1767225600,
+                    "exp": 2082758400})
+    pw = safe(rng, 22)
+    anon = "sb_publishable_" + urlsafe(rng, 31)
+    return out(f'''
+        $ supabase status --linked
+                 API URL: https://{lower(rng, 20)}.supabase.co
+                  DB URL: postgresql://postgres.{lower(rng, 20)}:{pw}@aws-0-eu-central-1.pooler.supabase.com:6543/postgres
+        publishable key: {anon}
+        service_role key: {srk}
+        ''', srk, pw)
+
+
+@cred("supabase-secret-key-sb-secret-edge-function-env")
+def _k_supabase_secret(rng):
+    key = "sb_secret_" + urlsafe(rng, 31)
+    return out(f'''
+        SUPABASE_URL=https://{lower(rng, 20)}.supabase.co
+        SUPABASE_PUBLISHABLE_KEY=sb_publishable_{urlsafe(rng, 31)}
+        SUPABASE_SECRET_KEY={key}
+        ''', key)
+
+
+@cred("neonctl-connection-string-output")
+def _k_neon_cs(rng):
+    pw = "npg_" + mixed(rng, 12)
+    return out(f'''
+        $ neonctl connection-string --project-id {rng.choice(_WORDS)}-{rng.choice(_WORDS)}-{digits(rng, 8)} --pooled
+        postgresql://neondb_owner:{pw}@ep-{rng.choice(_WORDS)}-{rng.choice(_WORDS)}-a5{lower(rng, 6)}-pooler.eu-central-1.aws.neon.tech/neondb?sslmode=require&channel_binding=require
+        ''', pw)
+
+
+@cred("neon-api-key-terraform-provider-env-export")
+def _k_neon_api(rng):
+    key = "napi_" + lower(rng, 64)
+    return out(f'''
+        $ export NEON_API_KEY={key}
+        $ terraform plan -out plan.tfplan
+        ''', key)
+
+
+@cred("pscale-password-create-table-output")
+def _k_pscale_pw(rng):
+    pw = "pscale_pw_" + urlsafe(rng, 43)
+    return out(f'''
+        $ pscale password create inventory main app-writer --role readwriter
+          Password app-writer was successfully created in inventory/main.
+          Please save the values below as they will not be shown again
+
+          NAME         BRANCH   ID             USERNAME                 ACCESS HOST URL                   ROLE          PASSWORD
+         ------------ -------- -------------- ------------------------ --------------------------------- ------------- ---------------------------------------------------
+          app-writer   main     {lower(rng, 12)}   {lower(rng, 20)}     aws.connect.psdb.cloud            readwriter    {pw}
+        ''', pw)
+
+
+@cred("pscale-service-token-ci-env")
+def _k_pscale_st(rng):
+    tok = "pscale_tkn_" + urlsafe(rng, 43)
+    return out(f'''
+        PLANETSCALE_SERVICE_TOKEN_ID={lower(rng, 12)}
+        PLANETSCALE_SERVICE_TOKEN={tok}
+        PLANETSCALE_ORG=acme
+        ''', tok)
+
+
+@cred("turso-db-tokens-create-then-libsql-url")
+def _k_turso(rng):
+    tok = jwt(rng, {"a": "rw", "iat": epoch(rng), "id": uid(rng)}, "EdDSA")
+    return out(f'''
+        $ turso db tokens create analytics-edge
+        {tok}
+        $ export TURSO_DATABASE_URL=libsql://analytics-edge-acme.aws-eu-west-1.turso.io
+        $ export TURSO_AUTH_TOKEN={tok}
+        ''', tok)
+
+
+@cred("linode-cli-config-ini-token")
+def _k_linode(rng):
+    tok = hexa(rng, 64)
+    return out(f'''
+        [DEFAULT]
+        default-user = acme-ops
+
+        [acme-ops]
+        token = {tok}
+        region = eu-central
+        type = g6-standard-2
+        image = linode/debian12
+        ''', tok)
+
+
+@cred("hcloud-cli-toml-contexts-token")
+def _k_hcloud(rng):
+    tok = mixed(rng, 64)
+    return out(f'''
+        active_context = "prod"
+
+        [[contexts]]
+          name = "prod"
+          token = "{tok}"
+        ''', tok)
+
+
+@cred("scaleway-config-yaml-secret-key")
+def _k_scw(rng):
+    sk = uid(rng)
+    return out(f'''
+        # ~/.config/scw/config.yaml
+        access_key: SCW{b32(rng, 17)}
+        secret_key: {sk}
+        default_organization_id: {uid(rng)}
+        default_project_id: {uid(rng)}
+        default_region: fr-par
+        default_zone: fr-par-2
+        ''', sk)
+
+
+@cred("ovh-conf-application-secret-and-consumer-key")
+def _k_ovh(rng):
+    sec, ck = mixed(rng, 32), mixed(rng, 32)
+    return out(f'''
+        [default]
+        endpoint=ovh-eu
+
+        [ovh-eu]
+        application_key={mixed(rng, 16)}
+        application_secret={sec}
+        consumer_key={ck}
+        ''', sec, ck)
+
+
+@cred("oci-config-pass-phrase-and-key-file")
+def _k_oci(rng):
+    pp = person(rng)
+    return out(f'''
+        [DEFAULT]
+        user=ocid1.user.oc1..aaaaaaaa{lower(rng, 52)}
+        fingerprint={":".join(hexa(rng, 2) for _ in range(16))}
+        tenancy=ocid1.tenancy.oc1..aaaaaaaa{lower(rng, 52)}
+        region=eu-frankfurt-1
+        key_file=~/.oci/oci_api_key.pem
+        pass_phrase={pp}
+        ''', pp)
+
+
+@cred("aliyun-cli-config-json-access-key-secret")
+def _k_aliyun(rng):
+    sec = mixed(rng, 30)
+    return out(jd({"current": "default", "profiles": [{"name": "default", "mode": "AK",
+                                                       "access_key_id": "LTAI5t" + mixed(rng, 18),
+                                                       "access_key_secret": sec, "region_id": "cn-hangzhou",
+                                                       "output_format": "json", "language": "zh"}],
+                   "meta_path": ""}), sec)
+
+
+@cred("tccli-credential-file-secret-key")
+def _k_tencent(rng):
+    sec = mixed(rng, 32)
+    return out(jd({"secretId": "AKID" + mixed(rng, 32), "secretKey": sec}), sec)
+
+
+@cred("yc-config-list-oauth-token")
+def _k_yc(rng):
+    tok = "y0_AgAAAAA" + urlsafe(rng, 48)
+    return out(f'''
+        $ yc config list
+        token: {tok}
+        cloud-id: b1g{lower(rng, 17)}
+        folder-id: b1g{lower(rng, 17)}
+        compute-default-zone: ru-central1-a
+        ''', tok)
+
+
+@cred("b2-authorize-account-history-application-key")
+def _k_b2(rng):
+    key = "K005" + urlsafe(rng, 27).replace("-", "").replace("_", "") + "xq"
+    return out(f'''
+        ana@nas:~$ b2 account authorize {hexa(rng, 25)} {key}
+        ana@nas:~$ b2 sync --keep-days 30 /srv/photos b2://acme-photo-archive/photos
+        ''', key)
+
+
+@cred("s3cmd-s3cfg-secret-key-wasabi")
+def _k_s3cfg(rng):
+    sk = aws_secret(rng)
+    return out(f'''
+        [default]
+        access_key = {upper(rng, 20)}
+        secret_key = {sk}
+        host_base = s3.eu-central-2.wasabisys.com
+        host_bucket = %(bucket)s.s3.eu-central-2.wasabisys.com
+        use_https = True
+        ''', sk)
+
+
+@cred("mc-alias-set-minio-root-history")
+def _k_mc(rng):
+    sk = mixed(rng, 40)
+    return out(f'''
+        $ mc alias set homelab https://minio.lab.lan:9000 minioadmin {sk}
+        Added `homelab` successfully.
+        $ mc admin info homelab
+        ''', sk)
+
+
+@cred("rclone-conf-s3-and-webdav-plain-secrets")
+def _k_rclone(rng):
+    sk = aws_secret(rng)
+    return out(f'''
+        [r2]
+        type = s3
+        provider = Cloudflare
+        access_key_id = {hexa(rng, 32)}
+        secret_access_key = {sk}
+        endpoint = https://{hexa(rng, 32)}.r2.cloudflarestorage.com
+        acl = private
+        ''', sk)
+
+
+@cred("cloudinary-url-env-api-secret")
+def _k_cloudinary(rng):
+    sec = urlsafe(rng, 27)
+    return out(f'''
+        CLOUDINARY_URL=cloudinary://{digits(rng, 15)}:{sec}@acme-media
+        ''', sec)
+
+
+@cred("render-api-key-curl-deploys")
+def _k_render(rng):
+    key = "rnd_" + mixed(rng, 32)
+    return out(f'''
+        curl --request POST \\
+             --url https://api.render.com/v1/services/srv-{lower(rng, 20)}/deploys \\
+             --header 'accept: application/json' \\
+             --header 'authorization: Bearer {key}' \\
+             --data '{{"clearCache": "clear"}}'
+        ''', key)
+
+
+@cred("deno-deploy-deployctl-token-flag")
+def _k_deployctl(rng):
+    tok = "ddp_" + mixed(rng, 36)
+    return out(f'''
+        deployctl deploy --project=edge-og-images --prod --token={tok} main.ts
+        ''', tok)
+
+
+@cred("ngrok-yml-v3-authtoken-and-api-key")
+def _k_ngrok(rng):
+    at, ak = mixed(rng, 27) + "_" + mixed(rng, 22), mixed(rng, 27) + "_" + mixed(rng, 22)
+    return out(f'''
+        version: 3
+        agent:
+          authtoken: {at}
+          api_key: {ak}
+        endpoints:
+          - name: webhook-dev
+            url: https://webhooks-dev.ngrok.app
+            upstream:
+              url: 3000
+        ''', at, ak)
+
+
+@cred("tailscale-up-authkey-cloud-init")
+def _k_tailscale(rng):
+    key = "tskey-auth-k" + mixed(rng, 10) + "CNTRL-" + mixed(rng, 33)
+    return out(f'''
+        #cloud-config
+        runcmd:
+          - ['sh', '-c', 'curl -fsSL https://tailscale.com/install.sh | sh']
+          - ['tailscale', 'up', '--authkey={key}', '--advertise-tags=tag:ci-runner', '--ssh']
+        ''', key)
+
+
+@cred("ibmcloud-login-apikey-flag-script")
+def _k_ibm(rng):
+    key = urlsafe(rng, 44)
+    return out(f'''
+        ibmcloud login --apikey {key} -r eu-de -g default
+        ibmcloud ks cluster config --cluster payments-eu
+        ''', key)
+
+
+@cred("exoscale-cli-toml-secret")
+def _k_exo(rng):
+    sec = urlsafe(rng, 43)
+    return out(f'''
+        defaultaccount = "acme"
+
+        [[accounts]]
+          account = "acme"
+          defaultZone = "ch-gva-2"
+          key = "EXO{hexa(rng, 24)}"
+          name = "acme"
+          secret = "{sec}"
+        ''', sec)
+
+
 # @@CRED@@
 
 # ---- clean documents ------------------------------------------------------------------------------------------
