@@ -1872,6 +1872,664 @@ def _k_exo(rng):
         ''', sec)
 
 
+# -- infrastructure as code, Kubernetes, containers and proxies --
+
+@cred("terraform-tfvars-db-and-grafana-admin")
+def _i_tfvars(rng):
+    p1, p2 = safe(rng, 24), person(rng)
+    return out(f'''
+        region          = "eu-west-1"
+        environment     = "prod"
+        db_instance     = "db.r7g.large"
+        db_username     = "orders_admin"
+        db_password     = "{p1}"
+        grafana_admin_password = "{p2}"
+        allowed_cidrs   = ["10.20.0.0/16"]
+        ''', p1, p2)
+
+
+@cred("terraform-tfstate-rds-instance-password-attribute")
+def _i_tfstate(rng):
+    pw = safe(rng, 26)
+    return out(jd({"version": 4, "terraform_version": "1.10.5", "serial": 41, "lineage": uid(rng), "outputs": {},
+                   "resources": [{"mode": "managed", "type": "aws_db_instance", "name": "orders",
+                                  "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+                                  "instances": [{"schema_version": 2, "attributes": {
+                                      "identifier": "orders-prod", "engine": "postgres", "engine_version": "16.4",
+                                      "username": "orders_admin", "password": pw, "port": 5432,
+                                      "storage_encrypted": True},
+                                      "sensitive_attributes": [[{"type": "get_attr", "value": "password"}]]}]}]}),
+               pw)
+
+
+@cred("terraform-github-provider-token-inline-block")
+def _i_tf_gh(rng):
+    tok = gh_token(rng)
+    return out(f'''
+        terraform {{
+          required_providers {{
+            github = {{
+              source  = "integrations/github"
+              version = "~> 6.6"
+            }}
+          }}
+        }}
+
+        provider "github" {{
+          owner = "acme-platform"
+          token = "{tok}"
+        }}
+        ''', tok)
+
+
+@cred("terraform-credentials-tfrc-json-atlasv1")
+def _i_tfrc(rng):
+    tok = mixed(rng, 14) + ".atlasv1." + mixed(rng, 67)
+    return out(jd({"credentials": {"app.terraform.io": {"token": tok}}}), tok)
+
+
+@cred("terraform-output-json-sensitive-shown")
+def _i_tf_output(rng):
+    pw = mixed(rng, 32)
+    return out(f'''
+        $ terraform output -json redis
+        {{"auth_token":"{pw}","endpoint":"master.sessions-prod.abc123.euw1.cache.amazonaws.com","port":6379}}
+        ''', pw)
+
+
+@cred("pulumi-config-set-plaintext-history")
+def _i_pulumi_set(rng):
+    v = mixed(rng, 40)
+    return out(f'''
+        $ pulumi stack select acme/payments/prod
+        $ pulumi config set --plaintext stripeWebhookSecret whsec_{v}
+        $ pulumi up --yes
+        ''', "whsec_" + v)
+
+
+@cred("pulumi-stack-yaml-plain-value-next-to-secure")
+def _i_pulumi_yaml(rng):
+    pw = safe(rng, 20)
+    return out(f'''
+        config:
+          aws:region: eu-central-1
+          app:dbUser: reporting
+          app:dbPassword: {pw}
+          app:apiKey:
+            secure: v1:{b64(rng, 12)}:{b64(rng, 48)}
+        ''', pw)
+
+
+@cred("pulumi-credentials-json-access-token")
+def _i_pulumi_creds(rng):
+    tok = "pul-" + hexa(rng, 40)
+    return out(jd({"current": "https://api.pulumi.com", "accessTokens": {"https://api.pulumi.com": tok},
+                   "accounts": {"https://api.pulumi.com": {"accessToken": tok, "username": "ana-acme",
+                                                           "organizations": ["acme"], "lastValidatedAt": when(rng)}}}),
+               tok)
+
+
+@cred("ansible-group-vars-become-and-db-password")
+def _i_ansible_vars(rng):
+    p1, p2 = person(rng), safe(rng, 20)
+    return out(f'''
+        ---
+        # group_vars/dbservers.yml
+        ansible_user: deploy
+        ansible_become: true
+        ansible_become_password: "{p1}"
+        postgresql_users:
+          - name: app
+            password: "{p2}"
+            encrypted: true
+        ''', p1, p2)
+
+
+@cred("ansible-inventory-ini-windows-winrm-password")
+def _i_ansible_ini(rng):
+    pw = symbolic(rng, 16, "!#%+-=@_")
+    return out(f'''
+        [windows]
+        dc01.corp.acme.lan
+        fs02.corp.acme.lan
+
+        [windows:vars]
+        ansible_connection=winrm
+        ansible_winrm_transport=ntlm
+        ansible_user=CORP\\svc_ansible
+        ansible_password={pw}
+        ansible_port=5986
+        ''', pw)
+
+
+@cred("ansible-playbook-extra-vars-cli-password")
+def _i_ansible_e(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        $ ansible-playbook -i inventories/prod site.yml --tags keycloak -e "keycloak_admin_password={pw}" --diff
+        PLAY [keycloak] ****************************************************************
+        ''', pw)
+
+
+@cred("ansible-vault-password-file-content")
+def _i_vault_pass(rng):
+    pw = phrase(rng, 5)
+    return out(f'''
+        $ cat .vault_pass
+        {pw}
+        $ ansible-vault view group_vars/all/vault.yml --vault-password-file .vault_pass
+        ''', pw)
+
+
+@cred("cloud-init-chpasswd-users-list")
+def _i_cloudinit(rng):
+    pw = person(rng)
+    return out(f'''
+        #cloud-config
+        ssh_pwauth: true
+        chpasswd:
+          expire: false
+          users:
+            - name: ubuntu
+              password: {pw}
+              type: text
+        ''', pw)
+
+
+@cred("packer-pkr-hcl-winrm-password-variable-default")
+def _i_packer(rng):
+    pw = symbolic(rng, 18, "!#%+-=@_")
+    return out(f'''
+        variable "winrm_password" {{
+          type    = string
+          default = "{pw}"
+        }}
+
+        source "vsphere-iso" "win2025" {{
+          communicator   = "winrm"
+          winrm_username = "Administrator"
+          winrm_password = var.winrm_password
+        }}
+        ''', pw)
+
+
+@cred("chef-data-bag-json-unencrypted-item")
+def _i_chef(rng):
+    pw = safe(rng, 22)
+    return out(jd({"id": "rabbitmq", "admin_user": "rmq_admin", "admin_password": pw, "vhost": "/orders"}), pw)
+
+
+@cred("hiera-common-yaml-plain-ldap-bind")
+def _i_hiera(rng):
+    pw = safe(rng, 18)
+    return out(f'''
+        ---
+        profile::sssd::ldap_uri: 'ldaps://ldap.corp.acme.lan'
+        profile::sssd::bind_dn: 'cn=sssd,ou=svc,dc=acme,dc=lan'
+        profile::sssd::bind_password: '{pw}'
+        ''', pw)
+
+
+@cred("salt-pillar-sls-mysql-root-pass")
+def _i_salt(rng):
+    pw = mixed(rng, 20)
+    return out(f'''
+        mysql:
+          server:
+            root_user: root
+            root_password: {pw}
+            bind-address: 127.0.0.1
+        ''', pw)
+
+
+@cred("vagrantfile-smb-password-synced-folder")
+def _i_vagrant(rng):
+    pw = person(rng)
+    return out(f'''
+        Vagrant.configure("2") do |config|
+          config.vm.box = "gusztavvargadr/windows-server-2022-standard"
+          config.vm.synced_folder ".", "/vagrant", type: "smb",
+            smb_username: "ana", smb_password: "{pw}"
+        end
+        ''', pw)
+
+
+@cred("k8s-secret-data-base64-password-field")
+def _i_k8s_data(rng):
+    enc = base64.b64encode(safe(rng, 20).encode()).decode()
+    return out(f'''
+        apiVersion: v1
+        kind: Secret
+        metadata:
+          name: orders-db
+          namespace: orders
+        type: Opaque
+        data:
+          username: {base64.b64encode(b"orders_app").decode()}
+          password: {enc}
+        ''', enc)
+
+
+@cred("k8s-secret-stringdata-smtp-and-jwt")
+def _i_k8s_string(rng):
+    p1, p2 = mixed(rng, 20), b64(rng, 48)
+    return out(f'''
+        apiVersion: v1
+        kind: Secret
+        metadata:
+          name: notifier-env
+        stringData:
+          SMTP_USER: notifier@acme.example
+          SMTP_PASS: "{p1}"
+          JWT_SIGNING_KEY: "{p2}"
+        ''', p1, p2)
+
+
+@cred("kubeconfig-service-account-token-user")
+def _i_kubeconfig_tok(rng):
+    tok = jwt(rng, {"aud": ["https://kubernetes.default.svc.cluster.local"], "exp": epoch(rng),
+                    "iss": "https://kubernetes.default.svc.cluster.local",
+                    "kubernetes.io": {"namespace": "ci", "serviceaccount": {"name": "deployer", "uid": uid(rng)}},
+                    "sub": "system:serviceaccount:ci:deployer"}, "RS256")
+    return out(f'''
+        apiVersion: v1
+        kind: Config
+        clusters:
+          - name: prod-eu
+            cluster:
+              server: https://10.0.0.1:6443
+              certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM1ekNDQWMrZ0F3SUJBZ0lCQURBTkJna3Foa2lHOXcwQkFRc0ZBREFWTVJNd0VRWURWUVFERXdwcmRXSmwK
+        users:
+          - name: deployer
+            user:
+              token: {tok}
+        contexts:
+          - name: deployer@prod-eu
+            context: {{cluster: prod-eu, user: deployer, namespace: ci}}
+        current-context: deployer@prod-eu
+        ''', tok)
+
+
+@cred("kubeconfig-client-key-data-base64-pem")
+def _i_kubeconfig_key(rng):
+    key_pem = pem(rng, pem_first(rng, "MHcCAQEEI"), "EC PRIVATE KEY", 2) + "\n"
+    enc = base64.b64encode(key_pem.encode()).decode()
+    return out(f'''
+        users:
+        - name: kind-dev
+          user:
+            client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURJVENDQWdtZ0F3SUJBZ0lJ
+            client-key-data: {enc}
+        ''', enc)
+
+
+@cred("kubectl-create-secret-from-literal-history")
+def _i_kubectl_lit(rng):
+    pw, tok = safe(rng, 18), "glpat-" + urlsafe(rng, 20)
+    return out(f'''
+          88  kubectl -n ci create secret generic runner-secrets \\
+                --from-literal=redis-password={pw} \\
+                --from-literal=gitlab-token={tok}
+          89  kubectl -n ci get secret runner-secrets -o yaml | head
+        ''', pw, tok)
+
+
+@cred("kubectl-get-secret-jsonpath-decoded-output")
+def _i_kubectl_dec(rng):
+    pw = mixed(rng, 24)
+    return out(f'''
+        $ kubectl get secret argocd-initial-admin-secret -n argocd -o jsonpath="{{.data.password}}" | base64 -d; echo
+        {pw}
+        ''', pw)
+
+
+@cred("k8s-configmap-misused-for-api-key")
+def _i_cm(rng):
+    key = "SG." + urlsafe(rng, 22) + "." + urlsafe(rng, 43)
+    return out(f'''
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: mailer-config
+        data:
+          MAIL_FROM: "no-reply@acme.example"
+          SENDGRID_API_KEY: "{key}"
+          TEMPLATE_WELCOME: "d-{hexa(rng, 32)}"
+        ''', key)
+
+
+@cred("helm-values-postgresql-auth-password-literal")
+def _i_helm_values(rng):
+    p1, p2 = safe(rng, 20), safe(rng, 20)
+    return out(f'''
+        postgresql:
+          enabled: true
+          auth:
+            username: keycloak
+            password: "{p1}"
+            postgresPassword: "{p2}"
+            database: keycloak
+          primary:
+            persistence:
+              size: 20Gi
+        ''', p1, p2)
+
+
+@cred("helm-upgrade-install-set-flags-ci-log")
+def _i_helm_set(rng):
+    pw = mixed(rng, 22)
+    return out(f'''
+        $ helm upgrade --install redis oci://registry-1.docker.io/bitnamicharts/redis -n cache \\
+            --set auth.password={pw} --set replica.replicaCount=2 --wait
+        Release "redis" has been upgraded. Happy Helming!
+        NAME: redis
+        LAST DEPLOYED: Tue Mar 10 {hms(rng)} 2026
+        ''', pw)
+
+
+@cred("kustomization-secret-generator-literals")
+def _i_kustomize(rng):
+    pw = safe(rng, 18)
+    return out(f'''
+        apiVersion: kustomize.config.k8s.io/v1beta1
+        kind: Kustomization
+        resources:
+          - ../../base
+        secretGenerator:
+          - name: api-secrets
+            literals:
+              - DATABASE_USER=api
+              - DATABASE_PASSWORD={pw}
+        ''', pw)
+
+
+@cred("argocd-repository-secret-https-password")
+def _i_argocd_repo(rng):
+    tok = "glpat-" + urlsafe(rng, 20)
+    return out(f'''
+        apiVersion: v1
+        kind: Secret
+        metadata:
+          name: repo-platform-manifests
+          namespace: argocd
+          labels:
+            argocd.argoproj.io/secret-type: repository
+        stringData:
+          type: git
+          url: https://gitlab.acme.io/platform/manifests.git
+          username: argocd
+          password: {tok}
+        ''', tok)
+
+
+@cred("flux-bootstrap-github-token-env-history")
+def _i_flux(rng):
+    tok = gh_token(rng)
+    return out(f'''
+        $ GITHUB_TOKEN={tok} flux bootstrap github --owner=acme --repository=fleet --path=clusters/prod --personal=false
+        ► connecting to github.com
+        ✔ repository "https://github.com/acme/fleet" created
+        ''', tok)
+
+
+@cred("external-secrets-fake-provider-data-values")
+def _i_eso_fake(rng):
+    v = mixed(rng, 32)
+    return out(f'''
+        apiVersion: external-secrets.io/v1
+        kind: ClusterSecretStore
+        metadata:
+          name: local-dev-store
+        spec:
+          provider:
+            fake:
+              data:
+                - key: /payments/stripe
+                  value: "{v}"
+                  version: v1
+        ''', v)
+
+
+@cred("docker-compose-environment-map-rabbitmq-and-redis")
+def _i_compose(rng):
+    p1, p2 = safe(rng, 18), mixed(rng, 24)
+    return out(f'''
+        services:
+          rabbitmq:
+            image: rabbitmq:4.1-management
+            environment:
+              RABBITMQ_DEFAULT_USER: orders
+              RABBITMQ_DEFAULT_PASS: {p1}
+          redis:
+            image: redis:8.0-alpine
+            command: ["redis-server", "--requirepass", "{p2}", "--appendonly", "yes"]
+        ''', p1, p2)
+
+
+@cred("docker-compose-default-interpolation-literal-fallback")
+def _i_compose_default(rng):
+    pw = safe(rng, 20)
+    return out(f'''
+        services:
+          db:
+            image: mariadb:11.4
+            environment:
+              MARIADB_ROOT_PASSWORD: ${{MARIADB_ROOT_PASSWORD:-{pw}}}
+              MARIADB_DATABASE: wiki
+        ''', pw)
+
+
+@cred("dockerfile-arg-env-npm-token")
+def _i_dockerfile(rng):
+    tok = "npm_" + mixed(rng, 36)
+    return out(f'''
+        FROM node:22-bookworm-slim AS deps
+        WORKDIR /app
+        ENV NPM_TOKEN={tok}
+        RUN echo "//registry.npmjs.org/:_authToken=${{NPM_TOKEN}}" > .npmrc && npm ci --omit=dev && rm .npmrc
+        COPY . .
+        ''', tok)
+
+
+@cred("docker-inspect-config-env-array")
+def _i_docker_inspect(rng):
+    pw = mixed(rng, 20)
+    return out(jd([{"Id": sha256(rng), "Name": "/keycloak", "Config": {
+        "Hostname": hexa(rng, 12), "Image": "quay.io/keycloak/keycloak:26.3",
+        "Env": ["KC_DB=postgres", "KC_DB_USERNAME=keycloak", f"KC_DB_PASSWORD={pw}",
+                "KC_HOSTNAME=sso.acme.example", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"]}}], 4), pw)
+
+
+@cred("systemd-unit-environment-line-token")
+def _i_systemd(rng):
+    tok = "xoxb-" + digits(rng, 12) + "-" + digits(rng, 13) + "-" + mixed(rng, 24)
+    return out(f'''
+        [Unit]
+        Description=Deploy notifier
+        After=network.target
+
+        [Service]
+        Type=simple
+        User=notifier
+        Environment="SLACK_BOT_TOKEN={tok}" "SLACK_CHANNEL=#deploys"
+        ExecStart=/usr/local/bin/deploy-notifier --listen :9099
+        ''', tok)
+
+
+@cred("systemd-dropin-override-conf-db-password")
+def _i_systemd_dropin(rng):
+    pw = safe(rng, 22)
+    return out(f'''
+        $ sudo systemctl cat gitea.service
+        # /etc/systemd/system/gitea.service
+        [Service]
+        ExecStart=/usr/local/bin/gitea web --config /etc/gitea/app.ini
+
+        # /etc/systemd/system/gitea.service.d/override.conf
+        [Service]
+        Environment=GITEA__database__PASSWD={pw}
+        ''', pw)
+
+
+@cred("nginx-proxy-set-header-basic-upstream")
+def _i_nginx(rng):
+    enc = basic("scraper", safe(rng, 16))
+    return out(f'''
+        location /metrics-proxy/ {{
+            proxy_pass https://metrics.partner.example/;
+            proxy_set_header Authorization "Basic {enc}";
+            proxy_set_header Host metrics.partner.example;
+            proxy_ssl_server_name on;
+        }}
+        ''', enc)
+
+
+@cred("nginx-map-api-key-header-allowlist")
+def _i_nginx_map(rng):
+    k1, k2 = mixed(rng, 32), mixed(rng, 32)
+    return out(f'''
+        map $http_x_api_key $api_client {{
+            default         "";
+            "{k1}"  "mobile-app";
+            "{k2}"  "partner-feed";
+        }}
+        ''', k1, k2)
+
+
+@cred("haproxy-userlist-insecure-password")
+def _i_haproxy_ul(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        userlist stats_users
+            user admin insecure-password {pw}
+
+        frontend stats
+            bind :8404
+            http-request auth unless {{ http_auth(stats_users) }}
+            stats enable
+            stats uri /
+        ''', pw)
+
+
+@cred("haproxy-backend-http-request-set-header-bearer")
+def _i_haproxy_hdr(rng):
+    tok = mixed(rng, 40)
+    return out(f'''
+        backend be_search
+            mode http
+            http-request set-header Authorization "Bearer {tok}"
+            server s1 search-1.internal:9200 check ssl verify none
+        ''', tok)
+
+
+@cred("caddyfile-reverse-proxy-header-up-api-key")
+def _i_caddy(rng):
+    key = "AIza" + urlsafe(rng, 35)
+    return out(f'''
+        maps.acme.example {{
+            reverse_proxy https://maps.googleapis.com {{
+                header_up Host maps.googleapis.com
+                header_up X-Goog-Api-Key {key}
+            }}
+        }}
+        ''', key)
+
+
+@cred("traefik-dynamic-middleware-custom-request-header")
+def _i_traefik(rng):
+    tok = hexa(rng, 48)
+    return out(f'''
+        http:
+          middlewares:
+            inject-partner-key:
+              headers:
+                customRequestHeaders:
+                  X-Partner-Token: "{tok}"
+          routers:
+            partner:
+              rule: "Host(`partner.acme.example`)"
+              middlewares: [inject-partner-key]
+              service: partner-svc
+        ''', tok)
+
+
+@cred("traefik-static-acme-eab-hmac-encoded")
+def _i_traefik_eab(rng):
+    hmac = b64url(rng, 32)
+    return out(f'''
+        certificatesResolvers:
+          zerossl:
+            acme:
+              email: hostmaster@acme.example
+              caServer: https://acme.zerossl.com/v2/DV90
+              eab:
+                kid: {urlsafe(rng, 22)}
+                hmacEncoded: {hmac}
+              storage: /data/acme.json
+        ''', hmac)
+
+
+@cred("envoy-sds-inline-string-generic-secret")
+def _i_envoy(rng):
+    sec, raw = b64(rng, 32), b64(rng, 32)
+    return out(f'''
+        static_resources:
+          secrets:
+            - name: oauth2-client-secret
+              generic_secret:
+                secret:
+                  inline_string: "{sec}"
+            - name: hmac
+              generic_secret:
+                secret:
+                  inline_bytes: {raw}
+        ''', sec, raw)
+
+
+@cred("consul-agent-hcl-acl-tokens-block")
+def _i_consul(rng):
+    t1, gossip = uid(rng), b64(rng, 32)
+    return out(f'''
+        acl {{
+          enabled = true
+          default_policy = "deny"
+          tokens {{
+            agent = "{t1}"
+          }}
+        }}
+        encrypt = "{gossip}"
+        ''', t1, gossip)
+
+
+@cred("nomad-job-template-inline-env-secret")
+def _i_nomad(rng):
+    pw = safe(rng, 20)
+    return out(f'''
+        task "api" {{
+          driver = "docker"
+          template {{
+            data = <<EOH
+        DB_HOST=pg.service.consul
+        DB_PASSWORD={pw}
+        EOH
+            destination = "secrets/app.env"
+            env         = true
+          }}
+        }}
+        ''', pw)
+
+
+@cred("vault-agent-approle-secret-id-file-cat")
+def _i_vault_secretid(rng):
+    sid = uid(rng)
+    return out(f'''
+        $ cat /etc/vault-agent/role-id /etc/vault-agent/secret-id
+        {uid(rng)}
+        {sid}
+        $ vault write auth/approle/login role_id=@/etc/vault-agent/role-id secret_id=@/etc/vault-agent/secret-id
+        ''', sid)
+
+
 # @@CRED@@
 
 # ---- clean documents ------------------------------------------------------------------------------------------
