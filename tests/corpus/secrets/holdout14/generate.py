@@ -2530,6 +2530,988 @@ def _i_vault_secretid(rng):
         ''', sid)
 
 
+# -- observability --
+
+@cred("datadog-agent-yaml-api-key-site")
+def _o_dd_yaml(rng):
+    key = hexa(rng, 32)
+    return out(f'''
+        ## /etc/datadog-agent/datadog.yaml
+        api_key: {key}
+        site: datadoghq.eu
+        hostname: web-{rng.randint(1, 40):02d}.fra1
+        logs_enabled: true
+        apm_config:
+          enabled: true
+        ''', key)
+
+
+@cred("datadog-curl-validate-api-and-app-keys")
+def _o_dd_curl(rng):
+    api, app = hexa(rng, 32), hexa(rng, 40)
+    return out(f'''
+        curl -X GET "https://api.datadoghq.com/api/v1/monitor?group_states=alert" \\
+          -H "Accept: application/json" \\
+          -H "DD-API-KEY: {api}" \\
+          -H "DD-APPLICATION-KEY: {app}"
+        ''', api, app)
+
+
+@cred("newrelic-yml-license-key-java-agent")
+def _o_nr_yml(rng):
+    key = hexa(rng, 36) + "NRAL"
+    return out(f'''
+        common: &default_settings
+          license_key: '{key}'
+          app_name: Inventory Service (prod)
+          distributed_tracing:
+            enabled: true
+          log_level: info
+        production:
+          <<: *default_settings
+        ''', key)
+
+
+@cred("newrelic-user-key-nerdgraph-curl")
+def _o_nr_user(rng):
+    key = "NRAK-" + upper(rng, 27)
+    return out(f'''
+        curl https://api.eu.newrelic.com/graphql \\
+          -H 'Content-Type: application/json' \\
+          -H 'API-Key: {key}' \\
+          --data-binary '{{"query":"{{ actor {{ user {{ name email }} }} }}"}}'
+        ''', key)
+
+
+@cred("sentryclirc-auth-token-user")
+def _o_sentryclirc(rng):
+    tok = "sntryu_" + hexa(rng, 64)
+    return out(f'''
+        [auth]
+        token={tok}
+
+        [defaults]
+        url=https://sentry.io/
+        org=acme
+        project=web-frontend
+        ''', tok)
+
+
+@cred("sentry-org-auth-token-next-config-upload")
+def _o_sentry_org(rng):
+    tok = "sntrys_" + b64(rng, 120).rstrip("=") + "_" + b64url(rng, 32)
+    return out(f'''
+        // next.config.mjs
+        import {{ withSentryConfig }} from "@sentry/nextjs";
+
+        export default withSentryConfig(nextConfig, {{
+          org: "acme",
+          project: "storefront",
+          authToken: "{tok}",
+          widenClientFileUpload: true,
+        }});
+        ''', tok)
+
+
+@cred("grafana-ini-admin-password-and-secret-key")
+def _o_grafana_ini(rng):
+    p1, p2 = person(rng), mixed(rng, 24)
+    return out(f'''
+        [security]
+        admin_user = admin
+        admin_password = {p1}
+        secret_key = {p2}
+        cookie_secure = true
+
+        [auth.anonymous]
+        enabled = false
+        ''', p1, p2)
+
+
+@cred("grafana-provisioning-datasource-secure-json-data")
+def _o_grafana_ds(rng):
+    pw = safe(rng, 20)
+    return out(f'''
+        apiVersion: 1
+        datasources:
+          - name: Postgres-Orders
+            type: grafana-postgresql-datasource
+            url: pg-replica.internal:5432
+            user: grafana_ro
+            jsonData:
+              database: orders
+              sslmode: require
+            secureJsonData:
+              password: {pw}
+        ''', pw)
+
+
+@cred("grafana-service-account-token-dashboard-export-curl")
+def _o_grafana_sa(rng):
+    tok = "glsa_" + mixed(rng, 32) + "_" + hexa(rng, 8)
+    return out(f'''
+        for uid in $(cat dashboards.txt); do
+          curl -s -H "Authorization: Bearer {tok}" "https://grafana.acme.io/api/dashboards/uid/$uid" > "export/$uid.json"
+        done
+        ''', tok)
+
+
+@cred("honeycomb-refinery-config-api-keys-list")
+def _o_refinery(rng):
+    k = mixed(rng, 22)
+    return out(f'''
+        AccessKeys:
+          ReceiveKeys:
+            - "{k}"
+          AcceptOnlyListedKeys: true
+        RefineryTelemetry:
+          AddRuleReasonToTrace: true
+        ''', k)
+
+
+@cred("splunk-hec-curl-event-token-header")
+def _o_splunk(rng):
+    tok = uid(rng)
+    return out(f'''
+        curl -k "https://splunk-hec.acme.io:8088/services/collector/event" \\
+          -H "Authorization: Splunk {tok}" \\
+          -d '{{"event": {{"msg": "deploy finished", "service": "orders"}}, "sourcetype": "_json", "index": "ci"}}'
+        ''', tok)
+
+
+@cred("splunk-outputs-conf-forwarder-ssl-password")
+def _o_splunk_fwd(rng):
+    pw = safe(rng, 18)
+    return out(f'''
+        [tcpout:primary_indexers]
+        server = idx1.acme.lan:9997, idx2.acme.lan:9997
+        clientCert = $SPLUNK_HOME/etc/auth/client.pem
+        sslPassword = {pw}
+        useACK = true
+        ''', pw)
+
+
+@cred("kibana-yml-elasticsearch-password")
+def _o_kibana(rng):
+    pw = mixed(rng, 20)
+    return out(f'''
+        server.host: "0.0.0.0"
+        elasticsearch.hosts: ["https://es01:9200"]
+        elasticsearch.username: "kibana_system"
+        elasticsearch.password: "{pw}"
+        elasticsearch.ssl.certificateAuthorities: ["/usr/share/kibana/config/certs/ca/ca.crt"]
+        ''', pw)
+
+
+@cred("logstash-pipeline-conf-output-password")
+def _o_logstash(rng):
+    pw = safe(rng, 18)
+    return out(f'''
+        output {{
+          elasticsearch {{
+            hosts => ["https://es-ingest.acme.lan:9200"]
+            user => "logstash_writer"
+            password => "{pw}"
+            index => "app-logs-%{{+YYYY.MM.dd}}"
+          }}
+        }}
+        ''', pw)
+
+
+@cred("filebeat-yml-cloud-auth-user-colon-pass")
+def _o_filebeat(rng):
+    pw = mixed(rng, 24)
+    return out(f'''
+        cloud.id: "acme-prod:{b64(rng, 60)}"
+        cloud.auth: "elastic:{pw}"
+        filebeat.inputs:
+          - type: filestream
+            paths: ["/var/log/nginx/*.log"]
+        ''', pw)
+
+
+@cred("fluent-bit-output-http-passwd")
+def _o_fluentbit(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        [OUTPUT]
+            Name        http
+            Match       kube.*
+            Host        logs.partner.example
+            Port        443
+            URI         /ingest
+            tls         On
+            HTTP_User   acme
+            HTTP_Passwd {pw}
+            Format      json_lines
+        ''', pw)
+
+
+@cred("vector-toml-datadog-logs-sink-default-api-key")
+def _o_vector(rng):
+    key = hexa(rng, 32)
+    return out(f'''
+        [sinks.dd_logs]
+        type = "datadog_logs"
+        inputs = ["parse_nginx"]
+        default_api_key = "{key}"
+        site = "datadoghq.eu"
+        compression = "gzip"
+        ''', key)
+
+
+@cred("prometheus-remote-write-basic-auth-password")
+def _o_prom(rng):
+    pw = "glc_" + b64(rng, 90).rstrip("=")
+    return out(f'''
+        remote_write:
+          - url: https://prometheus-prod-24-prod-eu-west-2.grafana.net/api/prom/push
+            basic_auth:
+              username: "{digits(rng, 7)}"
+              password: "{pw}"
+        ''', pw)
+
+
+@cred("alertmanager-yml-slack-webhook-and-smtp-password")
+def _o_alertmanager(rng):
+    hook = f"https://hooks.slack.com/services/T{upper(rng, 10)}/B{upper(rng, 10)}/{mixed(rng, 24)}"
+    pw = safe(rng, 18)
+    return out(f'''
+        global:
+          smtp_smarthost: 'smtp.office365.com:587'
+          smtp_from: 'alerts@acme.example'
+          smtp_auth_username: 'alerts@acme.example'
+          smtp_auth_password: '{pw}'
+        receivers:
+          - name: oncall-slack
+            slack_configs:
+              - api_url: '{hook}'
+                channel: '#oncall'
+        ''', hook, pw)
+
+
+@cred("alertmanager-pagerduty-routing-key")
+def _o_pd(rng):
+    key = hexa(rng, 32)
+    return out(f'''
+        receivers:
+          - name: pagerduty-critical
+            pagerduty_configs:
+              - routing_key: {key}
+                severity: critical
+                send_resolved: true
+        ''', key)
+
+
+@cred("opsgenie-heartbeat-ping-curl-genie-key")
+def _o_opsgenie(rng):
+    key = uid(rng)
+    return out(f'''
+        */5 * * * * curl -s -X GET 'https://api.opsgenie.com/v2/heartbeats/backup-job/ping' --header 'Authorization: GenieKey {key}' >/dev/null
+        ''', key)
+
+
+@cred("dynatrace-oneagent-install-api-token")
+def _o_dynatrace(rng):
+    tok = "dt0c01." + upper(rng, 24) + "." + upper(rng, 64)
+    return out(f'''
+        wget -O Dynatrace-OneAgent-Linux.sh "https://abc12345.live.dynatrace.com/api/v1/deployment/installer/agent/unix/default/latest?arch=x86" --header="Authorization: Api-Token {tok}"
+        sudo /bin/sh Dynatrace-OneAgent-Linux.sh --set-monitoring-mode=fullstack --set-app-log-content-access=true
+        ''', tok)
+
+
+@cred("axiom-token-env-vercel-log-drain")
+def _o_axiom(rng):
+    tok = "xaat-" + uid(rng)
+    return out(f'''
+        AXIOM_DATASET=vercel
+        AXIOM_TOKEN={tok}
+        AXIOM_ORG_ID=acme-{lower(rng, 6)}
+        ''', tok)
+
+
+@cred("rollbar-post-server-item-access-token-ruby")
+def _o_rollbar(rng):
+    tok = hexa(rng, 32)
+    return out(f'''
+        Rollbar.configure do |config|
+          config.access_token = '{tok}'
+          config.environment = ENV.fetch('RAILS_ENV', 'production')
+          config.enabled = true
+        end
+        ''', tok)
+
+
+@cred("posthog-personal-api-key-query-curl")
+def _o_posthog(rng):
+    key = "phx_" + mixed(rng, 47)
+    return out(f'''
+        curl -X POST "https://eu.posthog.com/api/projects/{digits(rng, 5)}/query/" \\
+          -H "Authorization: Bearer {key}" -H "Content-Type: application/json" \\
+          -d '{{"query": {{"kind": "HogQLQuery", "query": "select count() from events where event = \\u0027$pageview\\u0027"}}}}'
+        ''', key)
+
+
+@cred("launchdarkly-server-sdk-key-go")
+def _o_ld(rng):
+    key = "sdk-" + uid(rng)
+    return out(f'''
+        ldClient, err := ld.MakeClient("{key}", 5*time.Second)
+        if err != nil {{
+            log.Fatalf("launchdarkly: %v", err)
+        }}
+        defer ldClient.Close()
+        ''', key)
+
+
+# -- messaging, e-mail, notifications --
+
+@cred("twilio-python-client-account-sid-auth-token")
+def _m_twilio(rng):
+    tok = hexa(rng, 32)
+    return out(f'''
+        from twilio.rest import Client
+
+        account_sid = "AC{hexa(rng, 32)}"
+        auth_token = "{tok}"
+        client = Client(account_sid, auth_token)
+        msg = client.messages.create(body="Your code is 481920", from_="+14155550143", to="+4915112345678")
+        ''', tok)
+
+
+@cred("twilio-api-key-secret-env-pair")
+def _m_twilio_api(rng):
+    sec = mixed(rng, 32)
+    return out(f'''
+        TWILIO_ACCOUNT_SID=AC{hexa(rng, 32)}
+        TWILIO_API_KEY=SK{hexa(rng, 32)}
+        TWILIO_API_SECRET={sec}
+        TWILIO_VERIFY_SERVICE_SID=VA{hexa(rng, 32)}
+        ''', sec)
+
+
+@cred("sendgrid-curl-mail-send-bearer")
+def _m_sendgrid(rng):
+    key = "SG." + urlsafe(rng, 22) + "." + urlsafe(rng, 43)
+    return out(f'''
+        curl --request POST --url https://api.sendgrid.com/v3/mail/send \\
+          --header "Authorization: Bearer {key}" --header 'Content-Type: application/json' \\
+          --data '{{"personalizations":[{{"to":[{{"email":"qa@acme.example"}}]}}],"from":{{"email":"noreply@acme.example"}},"subject":"test","content":[{{"type":"text/plain","value":"hi"}}]}}'
+        ''', key)
+
+
+@cred("mailgun-node-client-key-and-domain")
+def _m_mailgun(rng):
+    key = hexa(rng, 32) + "-" + hexa(rng, 8) + "-" + hexa(rng, 8)
+    return out(f'''
+        const mailgun = new Mailgun(FormData);
+        const mg = mailgun.client({{ username: 'api', key: '{key}', url: 'https://api.eu.mailgun.net' }});
+        await mg.messages.create('mg.acme.example', {{ from: 'Acme <no-reply@mg.acme.example>', to: [to], subject, html }});
+        ''', key)
+
+
+@cred("postmark-server-token-header-rails-credentials-dump")
+def _m_postmark(rng):
+    tok = uid(rng)
+    return out(f'''
+        $ bin/rails credentials:show -e production
+        secret_key_base: <%= ENV["SECRET_KEY_BASE"] %>
+        postmark:
+          api_token: {tok}
+        ''', tok)
+
+
+@cred("mailchimp-marketing-key-with-dc-suffix")
+def _m_mailchimp(rng):
+    key = hexa(rng, 32) + "-us" + str(rng.randint(2, 21))
+    return out(f'''
+        import mailchimp_marketing as MailchimpMarketing
+
+        client = MailchimpMarketing.Client()
+        client.set_config({{"api_key": "{key}", "server": "{key.split("-")[1]}"}})
+        print(client.ping.get())
+        ''', key)
+
+
+@cred("resend-api-key-next-route-handler")
+def _m_resend(rng):
+    key = "re_" + mixed(rng, 8) + "_" + mixed(rng, 24)
+    return out(f'''
+        import {{ Resend }} from 'resend';
+
+        const resend = new Resend('{key}');
+
+        export async function POST() {{
+          const {{ data, error }} = await resend.emails.send({{
+            from: 'Acme <onboarding@acme.example>',
+            to: ['delivered@resend.dev'],
+            subject: 'Welcome',
+            react: WelcomeEmail({{ firstName: 'Ana' }}),
+          }});
+        }}
+        ''', key)
+
+
+@cred("brevo-xkeysib-api-key-php")
+def _m_brevo(rng):
+    key = "xkeysib-" + hexa(rng, 64) + "-" + mixed(rng, 16)
+    return out(f'''
+        <?php
+        $config = Brevo\\Client\\Configuration::getDefaultConfiguration()->setApiKey('api-key', '{key}');
+        $apiInstance = new Brevo\\Client\\Api\\TransactionalEmailsApi(new GuzzleHttp\\Client(), $config);
+        ''', key)
+
+
+@cred("mailjet-api-key-and-secret-basic-curl")
+def _m_mailjet(rng):
+    sec = hexa(rng, 32)
+    return out(f'''
+        curl -s -X POST --user "{hexa(rng, 32)}:{sec}" https://api.mailjet.com/v3.1/send \\
+          -H 'Content-Type: application/json' -d @payload.json
+        ''', sec)
+
+
+@cred("ses-smtp-credentials-csv-download")
+def _m_ses(rng):
+    pw = "B" + b64(rng, 32)[:43]
+    return out(f'''
+        IAM User Name,Smtp Username,Smtp Password
+        ses-smtp-user.20260311-101523,{aws_id(rng)},{pw}
+        ''', pw)
+
+
+@cred("msmtprc-account-password-line")
+def _m_msmtp(rng):
+    pw = "".join(rng.choice(string.ascii_lowercase) for _ in range(16))
+    spaced = " ".join(pw[i:i + 4] for i in range(0, 16, 4))
+    return out(f'''
+        defaults
+        auth on
+        tls on
+        tls_trust_file /etc/ssl/certs/ca-certificates.crt
+        logfile ~/.msmtp.log
+
+        account gmail
+        host smtp.gmail.com
+        port 587
+        from ana.k@gmail.com
+        user ana.k@gmail.com
+        password {spaced}
+
+        account default : gmail
+        ''', spaced)
+
+
+@cred("postfix-sasl-passwd-relayhost-line")
+def _m_postfix(rng):
+    pw = safe(rng, 20)
+    return out(f'''
+        # /etc/postfix/sasl_passwd
+        [smtp.mailgun.org]:587    postmaster@mg.acme.example:{pw}
+        ''', pw)
+
+
+@cred("ssmtp-conf-authpass")
+def _m_ssmtp(rng):
+    pw = person(rng)
+    return out(f'''
+        root=postmaster
+        mailhub=mail.acme.lan:587
+        AuthUser=nas@acme.lan
+        AuthPass={pw}
+        UseSTARTTLS=YES
+        FromLineOverride=YES
+        ''', pw)
+
+
+@cred("nodemailer-create-transport-auth-pass")
+def _m_nodemailer(rng):
+    pw = mixed(rng, 20)
+    return out(f'''
+        const transporter = nodemailer.createTransport({{
+          host: 'smtp.zoho.eu',
+          port: 465,
+          secure: true,
+          auth: {{ user: 'billing@acme.example', pass: '{pw}' }},
+        }});
+        ''', pw)
+
+
+@cred("swaks-command-auth-password-history")
+def _m_swaks(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        swaks --to ops@acme.example --from test@acme.example --server smtp.acme.example:587 --tls \\
+              --auth LOGIN --auth-user test@acme.example --auth-password '{pw}' --header "Subject: relay test"
+        ''', pw)
+
+
+@cred("spring-mail-properties-password")
+def _m_spring_mail(rng):
+    pw = mixed(rng, 16)
+    return out(f'''
+        spring.mail.host=smtp.sendinblue.com
+        spring.mail.port=587
+        spring.mail.username=notifications@acme.example
+        spring.mail.password={pw}
+        spring.mail.properties.mail.smtp.starttls.enable=true
+        ''', pw)
+
+
+@cred("vonage-api-secret-sms-curl-form")
+def _m_vonage(rng):
+    sec = mixed(rng, 16)
+    return out(f'''
+        curl -X POST https://rest.nexmo.com/sms/json \\
+          -d from=AcmeAlerts -d text="Server down" -d to=447700900000 \\
+          -d api_key={hexa(rng, 8)} -d api_secret={sec}
+        ''', sec)
+
+
+@cred("plivo-auth-token-env")
+def _m_plivo(rng):
+    tok = mixed(rng, 40)
+    return out(f'''
+        PLIVO_AUTH_ID=MA{upper(rng, 18)}
+        PLIVO_AUTH_TOKEN={tok}
+        ''', tok)
+
+
+@cred("telnyx-api-key-v2-header")
+def _m_telnyx(rng):
+    key = "KEY" + hexa(rng, 32).upper() + "_" + mixed(rng, 22)
+    return out(f'''
+        curl -X POST https://api.telnyx.com/v2/messages \\
+          -H "Authorization: Bearer {key}" -H "Content-Type: application/json" \\
+          -d '{{"from": "+13125550100", "to": "+13125550123", "text": "hello"}}'
+        ''', key)
+
+
+@cred("slack-app-level-token-socket-mode-env")
+def _m_slack_xapp(rng):
+    tok = f"xapp-1-A{upper(rng, 10)}-{digits(rng, 13)}-{hexa(rng, 64)}"
+    bot = slack_token(rng)
+    return out(f'''
+        SLACK_APP_TOKEN={tok}
+        SLACK_BOT_TOKEN={bot}
+        SLACK_SIGNING_SECRET_FILE=/run/secrets/slack_signing
+        ''', tok, bot)
+
+
+@cred("discord-webhook-url-github-actions-notify")
+def _m_discord_hook(rng):
+    url = f"https://discord.com/api/webhooks/{digits(rng, 19)}/{urlsafe(rng, 68)}"
+    return out(f'''
+              - name: Notify Discord
+                if: failure()
+                run: |
+                  curl -H "Content-Type: application/json" -d '{{"content": "Build failed on ${{{{ github.ref_name }}}}"}}' \\
+                    "{url}"
+        ''', url)
+
+
+@cred("telegram-bot-token-send-message-url")
+def _m_telegram(rng):
+    tok = f"{digits(rng, 10)}:AA{urlsafe(rng, 33)}"
+    return out(f'''
+        #!/bin/sh
+        # backup-notify.sh
+        curl -s "https://api.telegram.org/bot{tok}/sendMessage" \\
+             -d chat_id=-100{digits(rng, 10)} -d text="Backup $(date +%F) OK: $(du -sh /backup | cut -f1)"
+        ''', tok)
+
+
+@cred("teams-workflow-webhook-url-sig-param")
+def _m_teams(rng):
+    sig = urlsafe(rng, 43)
+    url = (f"https://prod-{rng.randint(10, 99)}.westeurope.logic.azure.com:443/workflows/{hexa(rng, 32)}"
+           f"/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig={sig}")
+    return out(f'''
+        TEAMS_WEBHOOK_URL="{url}"
+        ''', sig)
+
+
+@cred("pushover-app-token-curl")
+def _m_pushover(rng):
+    tok = lower(rng, 30)
+    return out(f'''
+        curl -s --form-string "token={tok}" --form-string "user=u{lower(rng, 29)}" \\
+             --form-string "message=UPS on battery" https://api.pushover.net/1/messages.json
+        ''', tok)
+
+
+@cred("pusher-channels-app-secret-laravel-env")
+def _m_pusher(rng):
+    sec = hexa(rng, 20)
+    return out(f'''
+        BROADCAST_CONNECTION=pusher
+        PUSHER_APP_ID={digits(rng, 7)}
+        PUSHER_APP_KEY={hexa(rng, 20)}
+        PUSHER_APP_SECRET={sec}
+        PUSHER_APP_CLUSTER=eu
+        ''', sec)
+
+
+@cred("ably-api-key-realtime-constructor")
+def _m_ably(rng):
+    sec = urlsafe(rng, 43)
+    key = f"{urlsafe(rng, 6)}.{urlsafe(rng, 6)}:{sec}"
+    return out(f'''
+        const ably = new Ably.Realtime({{ key: '{key}', clientId: 'dashboard' }});
+        ''', sec)
+
+
+@cred("onesignal-rest-api-key-v2-header")
+def _m_onesignal(rng):
+    key = "os_v2_app_" + chars(rng, "abcdefghijklmnopqrstuvwxyz234567", 112)
+    return out(f'''
+        POST /notifications?c=push HTTP/1.1
+        Host: api.onesignal.com
+        Authorization: Key {key}
+        Content-Type: application/json
+
+        {{"app_id": "{uid(rng)}", "contents": {{"en": "Your order shipped"}}, "include_aliases": {{"external_id": ["u-1842"]}}}}
+        ''', key)
+
+
+# -- payments and SaaS tokens --
+
+@cred("stripe-restricted-key-python-shell")
+def _p_stripe_rk(rng):
+    key = stripe_key(rng, "rk_live")
+    return out(f'''
+        >>> import stripe
+        >>> stripe.api_key = "{key}"
+        >>> stripe.Charge.list(limit=3)
+        <ListObject list at 0x7f3a2c1e8f90> JSON: {{
+        ''', key)
+
+
+@cred("stripe-webhook-signing-secret-express")
+def _p_stripe_whsec(rng):
+    sec = "whsec_" + mixed(rng, 32)
+    return out(f'''
+        const endpointSecret = "{sec}";
+        app.post('/webhook', express.raw({{type: 'application/json'}}), (req, res) => {{
+          const event = stripe.webhooks.constructEvent(req.body, req.headers['stripe-signature'], endpointSecret);
+        }});
+        ''', sec)
+
+
+@cred("paypal-client-credentials-curl-basic-user")
+def _p_paypal(rng):
+    sec = urlsafe(rng, 80)
+    return out(f'''
+        curl -v -X POST "https://api-m.paypal.com/v1/oauth2/token" \\
+          -u "A{urlsafe(rng, 79)}:{sec}" \\
+          -H "Content-Type: application/x-www-form-urlencoded" -d "grant_type=client_credentials"
+        ''', sec)
+
+
+@cred("square-access-token-production-env")
+def _p_square(rng):
+    tok = "EAAA" + urlsafe(rng, 60)
+    return out(f'''
+        SQUARE_ENVIRONMENT=production
+        SQUARE_APPLICATION_ID=sq0idp-{urlsafe(rng, 22)}
+        SQUARE_ACCESS_TOKEN={tok}
+        ''', tok)
+
+
+@cred("adyen-api-key-checkout-java-config")
+def _p_adyen(rng):
+    key = "AQE" + urlsafe(rng, 40) + "..." + urlsafe(rng, 60)
+    return out(f'''
+        Config config = new Config();
+        config.setApiKey("{key}");
+        config.setEnvironment(Environment.LIVE);
+        config.setLiveEndpointUrlPrefix("{hexa(rng, 16)}-AcmeGmbH");
+        Client client = new Client(config);
+        ''', key)
+
+
+@cred("mollie-live-api-key-php-client")
+def _p_mollie(rng):
+    key = "live_" + mixed(rng, 30)
+    return out(f'''
+        $mollie = new \\Mollie\\Api\\MollieApiClient();
+        $mollie->setApiKey("{key}");
+        $payment = $mollie->payments->create(["amount" => ["currency" => "EUR", "value" => "10.00"], "description" => "Order #12345"]);
+        ''', key)
+
+
+@cred("razorpay-key-id-and-secret-node")
+def _p_razorpay(rng):
+    sec = mixed(rng, 24)
+    return out(f'''
+        const instance = new Razorpay({{
+          key_id: 'rzp_live_{mixed(rng, 14)}',
+          key_secret: '{sec}',
+        }});
+        ''', sec)
+
+
+@cred("paystack-secret-key-authorization-header")
+def _p_paystack(rng):
+    key = "sk_live_" + hexa(rng, 40)
+    return out(f'''
+        curl https://api.paystack.co/transaction/initialize \\
+          -H "Authorization: Bearer {key}" -H "Content-Type: application/json" \\
+          -d '{{"email": "customer@acme.example", "amount": "500000"}}' -X POST
+        ''', key)
+
+
+@cred("flutterwave-secret-key-env")
+def _p_flutterwave(rng):
+    key, enc = "FLWSECK-" + hexa(rng, 32) + "-X", hexa(rng, 24)
+    return out(f'''
+        FLW_PUBLIC_KEY=FLWPUBK-{hexa(rng, 32)}-X
+        FLW_SECRET_KEY={key}
+        FLW_ENCRYPTION_KEY={enc}
+        ''', key, enc)
+
+
+@cred("paddle-billing-api-key-sdk")
+def _p_paddle(rng):
+    key = "pdl_live_apikey_" + lower(rng, 26) + "_" + mixed(rng, 22) + "_" + mixed(rng, 3)
+    return out(f'''
+        import {{ Paddle, Environment }} from '@paddle/paddle-node-sdk';
+        const paddle = new Paddle('{key}', {{ environment: Environment.production }});
+        ''', key)
+
+
+@cred("woocommerce-rest-consumer-secret-python")
+def _p_woo(rng):
+    cs = "cs_" + hexa(rng, 40)
+    return out(f'''
+        from woocommerce import API
+
+        wcapi = API(
+            url="https://shop.acme.example",
+            consumer_key="ck_{hexa(rng, 40)}",
+            consumer_secret="{cs}",
+            version="wc/v3",
+        )
+        ''', cs)
+
+
+@cred("shopify-admin-access-token-graphql-curl")
+def _p_shopify(rng):
+    tok = "shpat_" + hexa(rng, 32)
+    return out(f'''
+        curl -X POST https://acme-store.myshopify.com/admin/api/2026-01/graphql.json \\
+          -H 'Content-Type: application/json' \\
+          -H 'X-Shopify-Access-Token: {tok}' \\
+          -d '{{"query": "{{ shop {{ name }} }}"}}'
+        ''', tok)
+
+
+@cred("hubspot-private-app-token-python")
+def _p_hubspot(rng):
+    tok = "pat-eu1-" + uid(rng)
+    return out(f'''
+        from hubspot import HubSpot
+        api_client = HubSpot(access_token="{tok}")
+        contacts = api_client.crm.contacts.basic_api.get_page(limit=10, archived=False)
+        ''', tok)
+
+
+@cred("salesforce-sfdx-auth-url-file")
+def _p_sfdx(rng):
+    rt = "5Aep861" + urlsafe(rng, 80).replace("-", ".").replace("_", ".")
+    return out(f'''
+        $ cat sfdx-auth-url.txt
+        force://PlatformCLI::{rt}@acme.my.salesforce.com
+        $ sf org login sfdx-url --sfdx-url-file sfdx-auth-url.txt --alias prod
+        ''', rt)
+
+
+@cred("zendesk-api-token-basic-slash-token")
+def _p_zendesk(rng):
+    tok = mixed(rng, 40)
+    return out(f'''
+        curl https://acme.zendesk.com/api/v2/tickets.json?page[size]=100 \\
+          -u ana@acme.example/token:{tok}
+        ''', tok)
+
+
+@cred("atlassian-api-token-jira-cli-config")
+def _p_atlassian(rng):
+    tok = "ATATT3xFfGF0" + urlsafe(rng, 170) + "=" + hexa(rng, 8).upper()
+    return out(f'''
+        # ~/.config/.jira/.config.yml
+        installation: Cloud
+        server: https://acme.atlassian.net
+        login: ana@acme.example
+        project:
+          key: PLAT
+        api_token: {tok}
+        ''', tok)
+
+
+@cred("notion-ntn-integration-token-python")
+def _p_notion(rng):
+    tok = "ntn_" + digits(rng, 11) + mixed(rng, 35)
+    return out(f'''
+        from notion_client import Client
+        notion = Client(auth="{tok}")
+        db = notion.databases.query(database_id="{hexa(rng, 32)}")
+        ''', tok)
+
+
+@cred("airtable-pat-curl-records")
+def _p_airtable(rng):
+    tok = "pat" + mixed(rng, 14) + "." + hexa(rng, 64)
+    return out(f'''
+        curl "https://api.airtable.com/v0/app{mixed(rng, 14)}/Inventory?maxRecords=3" \\
+          -H "Authorization: Bearer {tok}"
+        ''', tok)
+
+
+@cred("asana-pat-python-client")
+def _p_asana(rng):
+    tok = f"2/{digits(rng, 16)}/{digits(rng, 16)}:{hexa(rng, 32)}"
+    return out(f'''
+        configuration = asana.Configuration()
+        configuration.access_token = "{tok}"
+        api_client = asana.ApiClient(configuration)
+        ''', tok)
+
+
+@cred("clickup-personal-token-header")
+def _p_clickup(rng):
+    tok = f"pk_{digits(rng, 8)}_{upper(rng, 32)}"
+    return out(f'''
+        GET https://api.clickup.com/api/v2/team
+        Authorization: {tok}
+        ''', tok)
+
+
+@cred("figma-personal-access-token-env-script")
+def _p_figma(rng):
+    tok = "figd_" + urlsafe(rng, 40)
+    return out(f'''
+        FIGMA_TOKEN={tok} node scripts/export-icons.mjs --file {mixed(rng, 22)} --page Icons
+        ''', tok)
+
+
+@cred("okta-ssws-token-powershell-header")
+def _p_okta(rng):
+    tok = "00" + urlsafe(rng, 40)
+    return out(f'''
+        $headers = @{{ Authorization = "SSWS {tok}"; Accept = "application/json" }}
+        Invoke-RestMethod -Uri "https://acme.okta.com/api/v1/users?limit=200" -Headers $headers
+        ''', tok)
+
+
+@cred("auth0-m2m-client-secret-management-token-request")
+def _p_auth0(rng):
+    sec = urlsafe(rng, 64)
+    return out(f'''
+        curl --request POST --url https://acme.eu.auth0.com/oauth/token \\
+          --header 'content-type: application/json' \\
+          --data '{{"client_id":"{mixed(rng, 32)}","client_secret":"{sec}","audience":"https://acme.eu.auth0.com/api/v2/","grant_type":"client_credentials"}}'
+        ''', sec)
+
+
+@cred("clerk-secret-key-env-local")
+def _p_clerk(rng):
+    key = "sk_live_" + mixed(rng, 40)
+    return out(f'''
+        NEXT_PUBLIC_CLERK_PUBLISHABLE_KEY=pk_live_{b64url(rng, 30)}
+        CLERK_SECRET_KEY={key}
+        ''', key)
+
+
+@cred("workos-api-key-ruby-initializer")
+def _p_workos(rng):
+    key = "sk_" + mixed(rng, 64)
+    return out(f'''
+        WorkOS.configure do |config|
+          config.key = "{key}"
+          config.timeout = 120
+        end
+        ''', key)
+
+
+@cred("algolia-admin-api-key-indexing-script")
+def _p_algolia(rng):
+    key = hexa(rng, 32)
+    return out(f'''
+        const client = algoliasearch('{upper(rng, 10)}', '{key}');
+        await client.saveObjects({{ indexName: 'products', objects: records }});
+        ''', key)
+
+
+@cred("contentful-cma-token-migration-cli")
+def _p_contentful(rng):
+    tok = "CFPAT-" + urlsafe(rng, 43)
+    return out(f'''
+        npx contentful-migration --space-id {lower(rng, 12)} --environment-id master \\
+          --management-token {tok} migrations/2026-03-add-author.js
+        ''', tok)
+
+
+@cred("mapbox-secret-token-downloads-gradle")
+def _p_mapbox(rng):
+    tok = "sk.eyJ1IjoiYWNtZS1tb2JpbGUiLCJhIjoi" + mixed(rng, 24) + "In0." + urlsafe(rng, 22)
+    return out(f'''
+        # ~/.gradle/gradle.properties
+        MAPBOX_DOWNLOADS_TOKEN={tok}
+        org.gradle.jvmargs=-Xmx4g
+        ''', tok)
+
+
+@cred("postman-api-key-newman-run-collection-url")
+def _p_postman(rng):
+    key = "PMAK-" + hexa(rng, 24) + "-" + hexa(rng, 34)
+    return out(f'''
+        newman run "https://api.getpostman.com/collections/{digits(rng, 8)}-{uid(rng)}?apikey={key}" \\
+          -e staging.postman_environment.json --reporters cli,junit
+        ''', key)
+
+
+@cred("docker-hub-pat-login-history")
+def _p_dockerhub(rng):
+    tok = "dckr_pat_" + urlsafe(rng, 27)
+    return out(f'''
+        $ echo {tok} | docker login -u acmebuild --password-stdin
+        Login Succeeded
+        ''', tok)
+
+
+@cred("bitbucket-app-password-git-clone-url")
+def _p_bitbucket(rng):
+    tok = "ATBB" + mixed(rng, 28) + hexa(rng, 8).upper()
+    return out(f'''
+        git clone https://ana-k:{tok}@bitbucket.org/acme/legacy-billing.git
+        ''', tok)
+
+
+@cred("sonarcloud-user-token-maven-flag")
+def _p_sonar(rng):
+    tok = "squ_" + hexa(rng, 40)
+    return out(f'''
+        mvn -B verify org.sonarsource.scanner.maven:sonar-maven-plugin:sonar \\
+          -Dsonar.projectKey=acme_inventory -Dsonar.organization=acme -Dsonar.token={tok}
+        ''', tok)
+
+
+@cred("snyk-auth-token-cli-config-json")
+def _p_snyk(rng):
+    tok = uid(rng)
+    return out(jd({"api": tok, "org": "acme-platform", "disable-analytics": "1"}), tok)
+
+
+@cred("dropbox-short-lived-token-python")
+def _p_dropbox(rng):
+    tok = "sl.u." + urlsafe(rng, 140)
+    return out(f'''
+        dbx = dropbox.Dropbox("{tok}")
+        dbx.files_upload(open("report.pdf", "rb").read(), "/Reports/2026-Q1.pdf")
+        ''', tok)
+
+
 # @@CRED@@
 
 # ---- clean documents ------------------------------------------------------------------------------------------
