@@ -885,7 +885,7 @@ def _a_codex_auth(rng):
                    "last_refresh": when(rng)}), key, rt)
 
 
-@cred("aider-conf-yml-api-key-list")
+@cred("aider-conf-yml-api-key-anthropic-list-entry")
 def _a_aider(rng):
     key = anthropic_key(rng)
     return out(f'''
@@ -1677,7 +1677,7 @@ def _k_hcloud(rng):
         ''', tok)
 
 
-@cred("scaleway-config-yaml-secret-key")
+@cred("scw-config-yaml-profile-secret-uuid")
 def _k_scw(rng):
     sk = uid(rng)
     return out(f'''
@@ -2396,7 +2396,7 @@ def _i_nginx_map(rng):
         ''', k1, k2)
 
 
-@cred("haproxy-userlist-insecure-password")
+@cred("haproxy-stats-frontend-userlist-insecure-pw")
 def _i_haproxy_ul(rng):
     pw = safe(rng, 16)
     return out(f'''
@@ -3316,7 +3316,7 @@ def _p_hubspot(rng):
         ''', tok)
 
 
-@cred("salesforce-sfdx-auth-url-file")
+@cred("sf-cli-sfdx-url-file-cat-then-login")
 def _p_sfdx(rng):
     rt = "5Aep861" + urlsafe(rng, 80).replace("-", ".").replace("_", ".")
     return out(f'''
