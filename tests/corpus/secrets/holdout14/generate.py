@@ -3512,6 +3512,846 @@ def _p_dropbox(rng):
         ''', tok)
 
 
+# -- mobile app configs --
+
+@cred("google-services-json-current-key")
+def _mb_gservices(rng):
+    key = google_key(rng)
+    return out(jd({"project_info": {"project_number": digits(rng, 12), "project_id": "acme-shop-app",
+                                    "storage_bucket": "acme-shop-app.firebasestorage.app"},
+                   "client": [{"client_info": {"mobilesdk_app_id": f"1:{digits(rng, 12)}:android:{hexa(rng, 16)}",
+                                               "android_client_info": {"package_name": "com.acme.shop"}},
+                               "oauth_client": [], "api_key": [{"current_key": key}],
+                               "services": {"appinvite_service": {"other_platform_oauth_client": []}}}],
+                   "configuration_version": "1"}), key)
+
+
+@cred("info-plist-custom-backend-secret-key")
+def _mb_plist(rng):
+    sec = hexa(rng, 48)
+    return out(f'''
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+        <plist version="1.0">
+        <dict>
+            <key>CFBundleIdentifier</key>
+            <string>com.acme.fieldapp</string>
+            <key>CFBundleShortVersionString</key>
+            <string>4.12.0</string>
+            <key>ACMEBackendSharedSecret</key>
+            <string>{sec}</string>
+            <key>NSCameraUsageDescription</key>
+            <string>Scan delivery barcodes</string>
+        </dict>
+        </plist>
+        ''', sec)
+
+
+@cred("android-keystore-properties-store-and-key-password")
+def _mb_keystore(rng):
+    p1, p2 = safe(rng, 18), safe(rng, 18)
+    return out(f'''
+        storeFile=../keys/upload-keystore.jks
+        storePassword={p1}
+        keyAlias=upload
+        keyPassword={p2}
+        ''', p1, p2)
+
+
+@cred("gradle-properties-signing-store-password-and-api")
+def _mb_gradle(rng):
+    pw = mixed(rng, 20)
+    return out(f'''
+        org.gradle.jvmargs=-Xmx4096m -Dfile.encoding=UTF-8
+        android.useAndroidX=true
+        RELEASE_STORE_FILE=release.keystore
+        RELEASE_STORE_PASSWORD={pw}
+        RELEASE_KEY_ALIAS=acme
+        ''', pw)
+
+
+@cred("fastlane-env-match-password-and-asc-key-content")
+def _mb_fastlane(rng):
+    pw = phrase(rng, 4)
+    first = pem_first(rng, "MIGTAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBHkwdwIBAQQg")
+    body = pem(rng, first, "PRIVATE KEY", 3).replace("\n", "\\n")
+    return out(f'''
+        MATCH_PASSWORD="{pw}"
+        APP_STORE_CONNECT_API_KEY_KEY_ID="{upper(rng, 10)}"
+        APP_STORE_CONNECT_API_KEY_ISSUER_ID="{uid(rng)}"
+        APP_STORE_CONNECT_API_KEY_KEY="{body}"
+        ''', pw, first)
+
+
+@cred("asc-authkey-p8-file-in-repo")
+def _mb_p8(rng):
+    first = pem_first(rng, "MIGTAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBHkwdwIBAQQg")
+    return "$ cat ios/AuthKey_" + upper(rng, 10) + ".p8\n" + pem(rng, first, "PRIVATE KEY", 4) + "\n", (first,)
+
+
+@cred("expo-eas-json-env-token-in-build-profile")
+def _mb_eas(rng):
+    tok = urlsafe(rng, 40)
+    return out(jd({"cli": {"version": ">= 16.0.0"}, "build": {"production": {"env": {
+        "SENTRY_ORG": "acme", "EXPO_TOKEN": tok},
+        "autoIncrement": True}}, "submit": {"production": {}}}), tok)
+
+
+@cred("react-native-config-env-production-keys")
+def _mb_rnconfig(rng):
+    key = "sk_" + hexa(rng, 32)
+    return out(f'''
+        API_URL=https://api.acme.example
+        REVENUECAT_SECRET_KEY={key}
+        REVENUECAT_IOS_PUBLIC_KEY=appl_{mixed(rng, 27)}
+        ''', key)
+
+
+@cred("flutter-dart-define-from-file-json")
+def _mb_dart(rng):
+    key = "sk-" + hexa(rng, 32)
+    return out(jd({"API_BASE": "https://api.acme.example", "DEEPSEEK_API_KEY": key, "FLAVOR": "prod"}), key)
+
+
+@cred("firebase-fcm-legacy-server-key-php")
+def _mb_fcm(rng):
+    key = "AAAA" + urlsafe(rng, 7) + ":APA91b" + urlsafe(rng, 134)
+    return out(f'''
+        $headers = [
+            'Authorization: key={key}',
+            'Content-Type: application/json',
+        ];
+        curl_setopt($ch, CURLOPT_URL, 'https://fcm.googleapis.com/fcm/send');
+        ''', key)
+
+
+# -- HTTP traces and client exports --
+
+@cred("har-request-cookie-session-and-csrf")
+def _h_har_cookie(rng):
+    sess = urlsafe(rng, 48)
+    return out(jd({"log": {"version": "1.2", "creator": {"name": "Firefox", "version": "143.0"}, "entries": [{
+        "startedDateTime": when(rng), "time": 182,
+        "request": {"method": "GET", "url": "https://admin.acme.example/api/users?page=2", "httpVersion": "HTTP/2",
+                    "cookies": [{"name": "__Host-session", "value": sess}],
+                    "headers": [{"name": "Cookie", "value": f"__Host-session={sess}; theme=dark"},
+                                {"name": "X-Request-Id", "value": uid(rng)}],
+                    "queryString": [{"name": "page", "value": "2"}], "headersSize": -1, "bodySize": 0},
+        "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/2", "cookies": [], "headers": [],
+                     "content": {"size": 5120, "mimeType": "application/json"}, "redirectURL": "",
+                     "headersSize": -1, "bodySize": 5120}, "cache": {}, "timings": {"wait": 170}}]}}), sess)
+
+
+@cred("har-post-data-json-login-password-field")
+def _h_har_post(rng):
+    pw = person(rng)
+    body = json.dumps({"username": "g.petrov", "password": pw, "remember": True})
+    return out(jd({"request": {"method": "POST", "url": "https://intranet.acme.lan/api/session",
+                               "httpVersion": "HTTP/1.1",
+                               "headers": [{"name": "Content-Type", "value": "application/json"}],
+                               "postData": {"mimeType": "application/json", "text": body}},
+                   "response": {"status": 201, "statusText": "Created"}}), pw)
+
+
+@cred("devtools-copy-as-fetch-bearer")
+def _h_fetch(rng):
+    tok = jwt(rng, {"sub": uid(rng), "scope": "admin:all", "exp": epoch(rng), "iss": "https://auth.acme.example"},
+              "RS256")
+    return out(f'''
+        fetch("https://api.acme.example/v2/admin/export", {{
+          "headers": {{
+            "accept": "application/json",
+            "authorization": "Bearer {tok}",
+            "sec-fetch-mode": "cors"
+          }},
+          "referrer": "https://admin.acme.example/",
+          "body": null,
+          "method": "GET",
+          "mode": "cors",
+          "credentials": "include"
+        }});
+        ''', tok)
+
+
+@cred("devtools-copy-as-powershell-websession-cookie")
+def _h_pwsh(rng):
+    sess = hexa(rng, 64)
+    return out(f'''
+        $session = New-Object Microsoft.PowerShell.Commands.WebRequestSession
+        $session.UserAgent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/141.0.0.0 Safari/537.36"
+        $session.Cookies.Add((New-Object System.Net.Cookie("connect.sid", "s%3A{sess}", "/", "crm.acme.example")))
+        Invoke-WebRequest -UseBasicParsing -Uri "https://crm.acme.example/api/leads" -WebSession $session
+        ''', sess)
+
+
+@cred("httpie-session-json-auth-and-header")
+def _h_httpie(rng):
+    pw = safe(rng, 18)
+    return out(jd({"__meta__": {"about": "HTTPie session file", "help": "https://httpie.io/docs#sessions",
+                                "httpie": "3.2.4"},
+                   "auth": {"type": "basic", "username": "ops", "password": pw},
+                   "cookies": [], "headers": [{"name": "Accept", "value": "application/json"}]}, 4), pw)
+
+
+@cred("wget-http-password-flag-mirror")
+def _h_wget(rng):
+    pw = safe(rng, 14)
+    return out(f'''
+        wget --mirror --no-parent --http-user=mirror --http-password={pw} https://repo.partner.example/firmware/
+        ''', pw)
+
+
+@cred("postman-environment-export-secret-type-value")
+def _h_postman_env(rng):
+    key = "sk_test_51" + mixed(rng, 97)
+    return out(jd({"id": uid(rng), "name": "Stripe sandbox", "values": [
+        {"key": "baseUrl", "value": "https://api.stripe.com", "type": "default", "enabled": True},
+        {"key": "secretKey", "value": key, "type": "secret", "enabled": True}],
+        "_postman_variable_scope": "environment", "_postman_exported_at": when(rng),
+        "_postman_exported_using": "Postman/11.58.0"}), key)
+
+
+@cred("postman-collection-auth-apikey-inline")
+def _h_postman_coll(rng):
+    key = hexa(rng, 32)
+    return out(jd({"info": {"_postman_id": uid(rng), "name": "Weather",
+                            "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+                   "auth": {"type": "apikey", "apikey": [{"key": "value", "value": key, "type": "string"},
+                                                         {"key": "key", "value": "appid", "type": "string"},
+                                                         {"key": "in", "value": "query", "type": "string"}]},
+                   "item": [{"name": "Current", "request": {"method": "GET",
+                                                            "url": "https://api.openweathermap.org/data/2.5/weather?q=Oslo"}}]}),
+               key)
+
+
+@cred("insomnia-export-yaml-basic-auth")
+def _h_insomnia(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        type: collection.insomnia.rest/5.0
+        name: Internal APIs
+        collection:
+          - url: https://jenkins.acme.lan/api/json
+            name: Jenkins jobs
+            method: GET
+            authentication:
+              type: basic
+              useISO88591: false
+              disabled: false
+              username: release-bot
+              password: {pw}
+        ''', pw)
+
+
+@cred("bruno-bru-file-auth-bearer-block")
+def _h_bruno(rng):
+    tok = "glpat-" + urlsafe(rng, 20)
+    return out(f'''
+        meta {{
+          name: List merge requests
+          type: http
+          seq: 3
+        }}
+
+        get {{
+          url: https://gitlab.acme.io/api/v4/projects/412/merge_requests?state=opened
+          body: none
+          auth: bearer
+        }}
+
+        auth:bearer {{
+          token: {tok}
+        }}
+        ''', tok)
+
+
+@cred("hurl-file-basic-auth-section")
+def _h_hurl(rng):
+    pw = safe(rng, 14)
+    return out(f'''
+        GET https://nexus.acme.lan/service/rest/v1/status/check
+        [BasicAuth]
+        admin: {pw}
+        HTTP 200
+        ''', pw)
+
+
+@cred("k6-script-login-credentials-const")
+def _h_k6(rng):
+    pw = person(rng)
+    return out(f'''
+        import http from 'k6/http';
+        import {{ check }} from 'k6';
+
+        const USER = 'loadtest@acme.example';
+        const PASS = '{pw}';
+
+        export default function () {{
+          const res = http.post('https://staging.acme.example/api/login', JSON.stringify({{ email: USER, password: PASS }}),
+            {{ headers: {{ 'Content-Type': 'application/json' }} }});
+          check(res, {{ 'logged in': (r) => r.status === 200 }});
+        }}
+        ''', pw)
+
+
+@cred("raw-http-request-proxy-authorization-basic")
+def _h_proxy_auth(rng):
+    enc = basic("svc-crawler", safe(rng, 14))
+    return out(f'''
+        CONNECT api.openai.com:443 HTTP/1.1
+        Host: api.openai.com:443
+        Proxy-Authorization: Basic {enc}
+        User-Agent: python-httpx/0.28.1
+        ''', enc)
+
+
+@cred("mitmproxy-dump-x-api-key-request")
+def _h_mitm(rng):
+    key = "pplx-" + mixed(rng, 48)
+    return out(f'''
+        {hms(rng)} 10.0.2.15:51822: POST https://api.perplexity.ai/chat/completions
+            Host: api.perplexity.ai
+            Authorization: Bearer {key}
+            Content-Type: application/json
+         << 200 OK 2.4k
+        ''', key)
+
+
+# -- databases, SQL, JDBC/ODBC, LDAP --
+
+@cred("pgpass-multiple-lines-one-literal")
+def _d_pgpass(rng):
+    pw = safe(rng, 20)
+    return out(f'''
+        # hostname:port:database:username:password
+        localhost:5432:*:postgres:*
+        pg-analytics.internal:5432:warehouse:etl_loader:{pw}
+        ''', pw)
+
+
+@cred("my-cnf-client-section-password")
+def _d_mycnf(rng):
+    pw = symbolic(rng, 18, "!#%+-=@_")
+    return out(f'''
+        [client]
+        user=backup
+        password="{pw}"
+        host=127.0.0.1
+
+        [mysqldump]
+        single-transaction
+        quick
+        ''', pw)
+
+
+@cred("mysql-login-path-print-all-unmasked")
+def _d_mysql_create(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        mysql> CREATE USER 'reporting'@'10.%' IDENTIFIED BY '{pw}';
+        Query OK, 0 rows affected (0.02 sec)
+        mysql> GRANT SELECT ON shop.* TO 'reporting'@'10.%';
+        ''', pw)
+
+
+@cred("postgres-alter-role-password-psql-history")
+def _d_pg_alter(rng):
+    pw = safe(rng, 20)
+    return out(f'''
+        SELECT now();
+        \\du
+        ALTER ROLE metabase WITH LOGIN PASSWORD '{pw}';
+        \\q
+        ''', pw)
+
+
+@cred("sql-dump-users-table-plaintext-password-column")
+def _d_dump(rng):
+    p1, p2 = person(rng), person(rng)
+    return out(f'''
+        --
+        -- Dumping data for table `tbl_users`
+        --
+
+        LOCK TABLES `tbl_users` WRITE;
+        INSERT INTO `tbl_users` (`id`, `login`, `pass`, `email`, `role`) VALUES (1,'admin','{p1}','it@acme.example','admin'),(2,'kasse1','{p2}','kasse1@acme.example','pos');
+        UNLOCK TABLES;
+        ''', p1, p2)
+
+
+@cred("oracle-create-database-link-identified-by")
+def _d_oracle_link(rng):
+    pw = upper(rng, 14)
+    return out(f'''
+        CREATE DATABASE LINK erp_link
+          CONNECT TO erp_reader IDENTIFIED BY "{pw}"
+          USING '(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=erp-db01)(PORT=1521))(CONNECT_DATA=(SERVICE_NAME=ERPPRD)))';
+        ''', pw)
+
+
+@cred("snowflake-create-user-password-worksheet")
+def _d_snowflake(rng):
+    pw = safe(rng, 18)
+    return out(f'''
+        USE ROLE USERADMIN;
+        CREATE USER dbt_ci PASSWORD = '{pw}' DEFAULT_ROLE = TRANSFORMER MUST_CHANGE_PASSWORD = FALSE TYPE = LEGACY_SERVICE;
+        GRANT ROLE TRANSFORMER TO USER dbt_ci;
+        ''', pw)
+
+
+@cred("mongosh-create-user-pwd-field")
+def _d_mongo(rng):
+    pw = mixed(rng, 20)
+    return out(f'''
+        test> use admin
+        admin> db.createUser({{ user: "grafana", pwd: "{pw}", roles: [ {{ role: "clusterMonitor", db: "admin" }} ] }})
+        {{ ok: 1 }}
+        ''', pw)
+
+
+@cred("redis-cli-a-flag-warning-output")
+def _d_redis(rng):
+    pw = mixed(rng, 32)
+    return out(f'''
+        $ redis-cli -h cache-01 -a {pw} INFO keyspace
+        Warning: Using a password with '-a' or '-u' option on the command line interface may not be safe.
+        # Keyspace
+        db0:keys=18422,expires=18003,avg_ttl=712333
+        ''', pw)
+
+
+@cred("sqlcmd-p-flag-sql-agent-job-step")
+def _d_sqlcmd(rng):
+    pw = symbolic(rng, 16, "!#%+-=@_")
+    return out(f'''
+        sqlcmd -S tcp:sql-rpt01,1433 -U sa -P "{pw}" -d ReportServer -Q "EXEC dbo.usp_RefreshSnapshots" -b
+        ''', pw)
+
+
+@cred("jdbc-sqlserver-url-password-property")
+def _d_jdbc_mssql(rng):
+    pw = safe(rng, 18)
+    return out(f'''
+        spring.datasource.url=jdbc:sqlserver://sqlprod.corp.acme.lan:1433;databaseName=HR;user=hr_app;password={pw};encrypt=true;trustServerCertificate=false
+        ''', pw)
+
+
+@cred("jdbc-oracle-thin-user-slash-password-url")
+def _d_jdbc_oracle(rng):
+    pw = upper(rng, 12)
+    return out(f'''
+        <Resource name="jdbc/ERP" auth="Container" type="javax.sql.DataSource"
+                  driverClassName="oracle.jdbc.OracleDriver"
+                  url="jdbc:oracle:thin:erp_app/{pw}@//erp-db01.acme.lan:1521/ERPPRD"
+                  maxTotal="20" maxIdle="5"/>
+        ''', pw)
+
+
+@cred("jdbc-databricks-pwd-token-url")
+def _d_jdbc_databricks(rng):
+    tok = "dapi" + hexa(rng, 32)
+    return out(f'''
+        jdbc:databricks://adb-{digits(rng, 16)}.7.azuredatabricks.net:443/default;transportMode=http;ssl=1;httpPath=/sql/1.0/warehouses/{hexa(rng, 16)};AuthMech=3;UID=token;PWD={tok}
+        ''', tok)
+
+
+@cred("jdbc-redshift-dbeaver-connection-line")
+def _d_jdbc_redshift(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        jdbc:redshift://analytics.c1xyz2abc.eu-west-1.redshift.amazonaws.com:5439/dev?user=bi_reader&password={pw}&ssl=true
+        ''', pw)
+
+
+@cred("jdbc-clickhouse-and-trino-properties")
+def _d_jdbc_ch(rng):
+    p1, p2 = safe(rng, 16), safe(rng, 16)
+    return out(f'''
+        clickhouse.url=jdbc:clickhouse://ch01.acme.lan:8443/events?ssl=true
+        clickhouse.user=ingest
+        clickhouse.password={p1}
+        trino.url=jdbc:trino://trino.acme.lan:443/hive?SSL=true&user=etl&password={p2}
+        ''', p1, p2)
+
+
+@cred("odbc-ini-dsn-pwd-entry")
+def _d_odbc(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        [WAREHOUSE]
+        Driver      = /opt/microsoft/msodbcsql18/lib64/libmsodbcsql-18.5.so.1.1
+        Server      = tcp:dwh.acme.lan,1433
+        Database    = DWH
+        UID         = etl_user
+        PWD         = {pw}
+        Encrypt     = yes
+        ''', pw)
+
+
+@cred("pgbouncer-userlist-txt-plain")
+def _d_pgbouncer(rng):
+    pw = mixed(rng, 22)
+    return out(f'''
+        "app" "{pw}"
+        "stats" "SCRAM-SHA-256$4096:{b64(rng, 16)}${b64(rng, 32)}:{b64(rng, 32)}"
+        ''', pw)
+
+
+@cred("pgbackrest-conf-repo-s3-key-secret")
+def _d_pgbackrest(rng):
+    sk = aws_secret(rng)
+    return out(f'''
+        [global]
+        repo1-type=s3
+        repo1-s3-bucket=acme-pg-backups
+        repo1-s3-endpoint=s3.eu-central-1.amazonaws.com
+        repo1-s3-region=eu-central-1
+        repo1-s3-key={aws_id(rng)}
+        repo1-s3-key-secret={sk}
+        repo1-retention-full=4
+        ''', sk)
+
+
+@cred("ldapsearch-w-flag-history-line")
+def _d_ldapsearch(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        ldapsearch -H ldaps://dc01.corp.acme.lan -D "CN=svc_ldapread,OU=Service,DC=corp,DC=acme,DC=lan" -w '{pw}' -b "DC=corp,DC=acme,DC=lan" "(sAMAccountName=ana.k)" memberOf
+        ''', pw)
+
+
+@cred("sssd-conf-ldap-default-authtok")
+def _d_sssd(rng):
+    pw = safe(rng, 18)
+    return out(f'''
+        [domain/corp.acme.lan]
+        id_provider = ldap
+        auth_provider = ldap
+        ldap_uri = ldaps://ldap.corp.acme.lan
+        ldap_search_base = dc=corp,dc=acme,dc=lan
+        ldap_default_bind_dn = cn=sssd-bind,ou=services,dc=corp,dc=acme,dc=lan
+        ldap_default_authtok_type = password
+        ldap_default_authtok = {pw}
+        ''', pw)
+
+
+@cred("nslcd-conf-bindpw")
+def _d_nslcd(rng):
+    pw = mixed(rng, 16)
+    return out(f'''
+        uri ldap://ldap.acme.lan/
+        base dc=acme,dc=lan
+        binddn cn=nslcd,ou=system,dc=acme,dc=lan
+        bindpw {pw}
+        ssl start_tls
+        ''', pw)
+
+
+@cred("python-ldap3-connection-simple-bind")
+def _d_ldap3(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        from ldap3 import Server, Connection, ALL
+        server = Server("ldaps://ad.acme.lan", get_info=ALL)
+        conn = Connection(server, user="ACME\\\\svc_hr_sync", password="{pw}", auto_bind=True)
+        conn.search("OU=Staff,DC=acme,DC=lan", "(objectClass=person)", attributes=["mail", "department"])
+        ''', pw)
+
+
+# -- Windows --
+
+@cred("reg-export-winlogon-default-password")
+def _w_winlogon(rng):
+    pw = person(rng)
+    return out(f'''
+        Windows Registry Editor Version 5.00
+
+        [HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon]
+        "AutoAdminLogon"="1"
+        "DefaultUserName"="kiosk"
+        "DefaultDomainName"="LOBBY-PC01"
+        "DefaultPassword"="{pw}"
+        ''', pw)
+
+
+@cred("unattend-xml-autologon-plaintext-password")
+def _w_unattend(rng):
+    pw = symbolic(rng, 14, "!#%+-=@_")
+    return out(f'''
+        <AutoLogon>
+            <Password>
+                <Value>{pw}</Value>
+                <PlainText>true</PlainText>
+            </Password>
+            <Enabled>true</Enabled>
+            <LogonCount>1</LogonCount>
+            <Username>Administrator</Username>
+        </AutoLogon>
+        ''', pw)
+
+
+@cred("cmdkey-add-pass-batch-file")
+def _w_cmdkey(rng):
+    pw = safe(rng, 14)
+    return out(f'''
+        @echo off
+        cmdkey /add:fileserver.corp.acme.lan /user:CORP\\scan2folder /pass:{pw}
+        net use S: \\\\fileserver.corp.acme.lan\\scans /persistent:yes
+        ''', pw)
+
+
+@cred("net-use-inline-password-logon-script")
+def _w_netuse(rng):
+    pw = person(rng)
+    return out(f'''
+        REM logon.bat - maps department shares
+        net use P: \\\\nas01\\projects {pw} /user:NAS01\\projects /persistent:no
+        ''', pw)
+
+
+@cred("powershell-convertto-securestring-asplaintext")
+def _w_securestring(rng):
+    pw = symbolic(rng, 16, "!#%+-=@_")
+    return out(f'''
+        $secpass = ConvertTo-SecureString '{pw}' -AsPlainText -Force
+        $cred = New-Object System.Management.Automation.PSCredential ('CORP\\svc_exchange', $secpass)
+        Connect-ExchangeOnline -Credential $cred -ShowBanner:$false
+        ''', pw)
+
+
+@cred("schtasks-create-ru-rp-password")
+def _w_schtasks(rng):
+    pw = safe(rng, 14)
+    return out(f'''
+        schtasks /Create /TN "Nightly ERP export" /TR "C:\\jobs\\erp_export.cmd" /SC DAILY /ST 02:30 /RU CORP\\svc_erp /RP {pw}
+        ''', pw)
+
+
+@cred("gpp-groups-xml-cpassword")
+def _w_gpp(rng):
+    cp = b64(rng, 32).rstrip("=")
+    return out(f'''
+        <?xml version="1.0" encoding="utf-8"?>
+        <Groups clsid="{{3125E937-EB16-4b4c-9934-544FC6D24D26}}">
+          <User clsid="{{DF5F1855-51E5-4d24-8B1A-D9BDE98BA1D1}}" name="LocalAdmin" image="2" changed="2019-04-11 09:12:33" uid="{{{uid(rng).upper()}}}">
+            <Properties action="U" newName="" fullName="" description="" cpassword="{cp}" changeLogon="0" noChange="1" neverExpires="1" acctDisabled="0" userName="LocalAdmin"/>
+          </User>
+        </Groups>
+        ''', cp)
+
+
+@cred("iis-applicationhost-processmodel-password")
+def _w_iis(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        <applicationPools>
+            <add name="LegacyPortal" managedRuntimeVersion="v4.0">
+                <processModel identityType="SpecificUser" userName="CORP\\svc_portal" password="{pw}" />
+            </add>
+        </applicationPools>
+        ''', pw)
+
+
+@cred("web-config-connectionstrings-user-id-password")
+def _w_webconfig(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        <connectionStrings>
+          <add name="DefaultConnection"
+               connectionString="Data Source=SQL01\\PROD;Initial Catalog=Portal;User ID=portal_app;Password={pw};MultipleActiveResultSets=True"
+               providerName="System.Data.SqlClient" />
+        </connectionStrings>
+        ''', pw)
+
+
+@cred("sc-exe-config-service-password")
+def _w_sc(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        C:\\> sc.exe config "AcmeSyncAgent" obj= "CORP\\svc_sync" password= "{pw}"
+        [SC] ChangeServiceConfig SUCCESS
+        ''', pw)
+
+
+@cred("windows-event-4688-command-line-password")
+def _w_event(rng):
+    pw = safe(rng, 14)
+    return out(f'''
+        Log Name:      Security
+        Source:        Microsoft-Windows-Security-Auditing
+        Event ID:      4688
+        Task Category: Process Creation
+        Process Information:
+            New Process Name:   C:\\Windows\\System32\\net.exe
+            Process Command Line:   net  user helpdesk2 {pw} /add /domain
+        ''', pw)
+
+
+# -- crash reports and logs --
+
+@cred("electron-crashpad-annotation-env-token")
+def _x_crashpad(rng):
+    tok = gh_token(rng, "gho")
+    return out(f'''
+        Crash Annotations:
+          _productName: Acme Desktop
+          _version: 3.8.1
+          process_type: renderer
+          env_GH_TOKEN: {tok}
+          total-discardable-memory-allocated: 0
+        ''', tok)
+
+
+@cred("android-logcat-okhttp-authorization-header")
+def _x_logcat(rng):
+    tok = "Bearer " + urlsafe(rng, 86)
+    return out(f'''
+        03-11 {hms(rng)}.412  8123  8190 I okhttp.OkHttpClient: --> GET https://api.acme.example/v3/me
+        03-11 {hms(rng)}.412  8123  8190 I okhttp.OkHttpClient: Authorization: {tok}
+        03-11 {hms(rng)}.413  8123  8190 I okhttp.OkHttpClient: --> END GET
+        ''', tok[7:])
+
+
+@cred("macos-ips-crash-report-environment-excerpt")
+def _x_ips(rng):
+    key = anthropic_key(rng)
+    return out(f'''
+        Process:               node [{rng.randint(1000, 99999)}]
+        Path:                  /opt/homebrew/Cellar/node/24.8.0/bin/node
+        Exception Type:        EXC_CRASH (SIGABRT)
+        Termination Reason:    Namespace SIGNAL, Code 6 Abort trap: 6
+        Application Specific Information:
+        FATAL ERROR: Reached heap limit Allocation failed
+        Environment: ANTHROPIC_API_KEY={key} TERM_PROGRAM=iTerm.app
+        ''', key)
+
+
+@cred("nodejs-unhandled-rejection-axios-config-dump")
+def _x_axios(rng):
+    key = "sk_live_" + hexa(rng, 48)
+    return out(f'''
+        AxiosError: Request failed with status code 429
+            at settle (/app/node_modules/axios/dist/node/axios.cjs:2053:12)
+          config: {{
+            url: 'https://api.elevenlabs.io/v1/text-to-speech/21m00Tcm4TlvDq8ikWAM',
+            method: 'post',
+            headers: Object [AxiosHeaders] {{
+              Accept: 'audio/mpeg',
+              'Content-Type': 'application/json',
+              'xi-api-key': '{key}'
+            }},
+          }},
+        ''', key)
+
+
+@cred("go-panic-struct-print-dsn")
+def _x_go(rng):
+    pw = safe(rng, 16)
+    return out(f'''
+        panic: dial tcp 10.3.1.7:5432: connect: connection refused
+
+        goroutine 1 [running]:
+        main.mustDB({{Host:"10.3.1.7" Port:5432 User:"ledger" Password:"{pw}" Name:"ledger" SSLMode:"verify-full"}})
+        \t/src/cmd/ledger/main.go:88 +0x1c5
+        ''', pw)
+
+
+# -- git credential helpers and URLs with userinfo --
+
+@cred("git-credential-fill-output")
+def _g_fill(rng):
+    tok = gh_token(rng)
+    return out(f'''
+        $ printf "protocol=https\\nhost=github.com\\n\\n" | git credential fill
+        protocol=https
+        host=github.com
+        username=ana-k
+        password={tok}
+        ''', tok)
+
+
+@cred("gitconfig-url-insteadof-with-token")
+def _g_insteadof(rng):
+    tok = "glpat-" + urlsafe(rng, 20)
+    return out(f'''
+        [user]
+            name = Ana K
+            email = ana@acme.example
+        [url "https://oauth2:{tok}@gitlab.acme.io/"]
+            insteadOf = https://gitlab.acme.io/
+        ''', tok)
+
+
+@cred("git-remote-v-output-with-pat")
+def _g_remote(rng):
+    tok = gh_fine(rng)
+    return out(f'''
+        $ git remote -v
+        origin\thttps://x-access-token:{tok}@github.com/acme/infra.git (fetch)
+        origin\thttps://x-access-token:{tok}@github.com/acme/infra.git (push)
+        ''', tok)
+
+
+@cred("gcm-plaintext-credential-store-file")
+def _g_gcm(rng):
+    tok = mixed(rng, 52).lower()
+    return out(f'''
+        $ cat ~/.gcm/store/git/https/dev.azure.com/acme/ana@acme.example.credential
+        {tok}
+        service=https://dev.azure.com/acme
+        account=ana@acme.example
+        ''', tok)
+
+
+@cred("amqp-url-celery-broker-settings")
+def _u_amqp(rng):
+    pw = safe(rng, 18)
+    return out(f'''
+        CELERY_BROKER_URL = "amqps://worker:{pw}@b-{uid(rng)}.mq.eu-west-1.amazonaws.com:5671/orders"
+        CELERY_RESULT_BACKEND = "redis://cache:6379/2"
+        ''', pw)
+
+
+@cred("mqtt-url-zigbee-bridge-flag")
+def _u_mqtt(rng):
+    pw = mixed(rng, 16)
+    return out(f'''
+        ./tasmota-bridge --broker mqtts://sensors:{pw}@mqtt.home.lan:8883 --topic tele/+/SENSOR
+        ''', pw)
+
+
+@cred("ftp-url-in-cron-lftp-mirror")
+def _u_ftp(rng):
+    pw = safe(rng, 14)
+    return out(f'''
+        15 3 * * * lftp -e "mirror -R /var/www/export /incoming; quit" ftp://acme_upload:{pw}@ftp.wholesaler.example
+        ''', pw)
+
+
+@cred("smb-url-in-fstab-credentials-inline")
+def _u_fstab(rng):
+    pw = safe(rng, 14)
+    return out(f'''
+        //nas01/media  /mnt/media  cifs  username=plex,password={pw},uid=1000,gid=1000,vers=3.1.1  0  0
+        ''', pw)
+
+
+@cred("rtmp-stream-key-obs-service-json")
+def _u_rtmp(rng):
+    key = "-".join(lower(rng, 4) for _ in range(5))
+    return out(jd({"settings": {"bwtest": False, "key": key, "server": "rtmp://a.rtmp.youtube.com/live2",
+                                "service": "YouTube - RTMPS"}, "type": "rtmp_common"}), key)
+
+
+@cred("webdav-url-davfs-secrets-line")
+def _u_davfs(rng):
+    pw = urlsafe(rng, 29)
+    return out(f'''
+        # /etc/davfs2/secrets
+        https://cloud.acme.example/remote.php/dav/files/ana/  ana  {pw}
+        ''', pw)
+
+
 # @@CRED@@
 
 # ---- clean documents ------------------------------------------------------------------------------------------
