@@ -4352,6 +4352,500 @@ def _u_davfs(rng):
         ''', pw)
 
 
+# -- people writing passwords in prose, many languages and scripts --
+
+@cred("prose-spanish-mx-whatsapp-la-contra-del-modem")
+def _l_es_mx(rng):
+    pw = person(rng)
+    return out(f'''
+        [{day(rng)} 21:14] Tía Lupe: mijo ya llegó el técnico del internet
+        [{day(rng)} 21:15] Tía Lupe: dice que la contra del módem ahora es {pw}
+        [{day(rng)} 21:15] Beto: órale, ya quedó, gracias tía
+        ''', pw)
+
+
+@cred("prose-portuguese-pt-email-palavra-passe-provisoria")
+def _l_pt_pt(rng):
+    pw = mixed(rng, 10)
+    return out(f'''
+        Assunto: Acesso ao portal de faturação
+
+        Bom dia Sr. Figueiredo,
+        Conforme combinado por telefone, segue a palavra-passe provisória para o portal: {pw}
+        Ser-lhe-á pedido que a altere no primeiro acesso.
+        Com os melhores cumprimentos,
+        Serviço de Apoio
+        ''', pw)
+
+
+@cred("prose-french-quebec-texto-mot-de-passe-du-wifi")
+def _l_fr_qc(rng):
+    pw = person(rng)
+    return out(f'''
+        Allo! C'est Mélanie du chalet. Le wifi c'est « ChaletLac-5G » pis le mot de passe c'est {pw}. Bonne fin de semaine!
+        ''', pw)
+
+
+@cred("prose-german-swiss-teams-zugangsdaten-fuers-kundenportal")
+def _l_de_ch(rng):
+    pw = symbolic(rng, 12, "!#%+-=@_")
+    return out(f'''
+        Grüezi Reto
+        Hier die Zugangsdaten fürs Kundenportal, bitte nicht weiterleiten:
+        Benutzer: r.ammann
+        Kennwort: {pw}
+        Merci vielmal und en schöne Tag
+        ''', pw)
+
+
+@cred("prose-dutch-flemish-sms-code-van-de-kluis")
+def _l_nl_be(rng):
+    pw = digits(rng, 8)
+    return out(f'''
+        Hoi Lotte, de code van de sleutelkluis aan de voordeur is {pw}, sleutel terug in de kluis bij vertrek aub. Groetjes, Wim
+        ''', pw)
+
+
+@cred("prose-italian-ticket-credenziali-di-accesso")
+def _l_it(rng):
+    pw = mixed(rng, 12)
+    return out(f'''
+        Ticket #INC-{digits(rng, 6)} — Stato: In lavorazione
+        Nota dell'operatore: l'utente ha ricevuto le nuove credenziali di accesso al gestionale
+        (utente: m.rossi, password temporanea: {pw}); si consiglia il cambio al primo login.
+        ''', pw)
+
+
+@cred("prose-catalan-correu-contrasenya-del-campus")
+def _l_ca(rng):
+    pw = person(rng)
+    return out(f'''
+        Hola Jordi,
+        T'envio la contrasenya del campus virtual perquè puguis entrar mentre estic de baixa: {pw}
+        Gràcies per cobrir-me!
+        Núria
+        ''', pw)
+
+
+@cred("prose-basque-mezua-pasahitza-da")
+def _l_eu(rng):
+    pw = person(rng)
+    return out(f'''
+        Kaixo Ane! Ikastolako wifi-aren pasahitza hau da: {pw} — ez zabaldu, mesedez.
+        ''', pw)
+
+
+@cred("prose-galician-chat-contrasinal")
+def _l_gl(rng):
+    pw = person(rng)
+    return out(f'''
+        Xoán: oe, cal era o contrasinal da conta de Netflix da casa?
+        Uxía: {pw} (maiúscula ao principio)
+        ''', pw)
+
+
+@cred("prose-polish-discord-haslo-do-serwera")
+def _l_pl(rng):
+    pw = person(rng)
+    return out(f'''
+        kuba_dev — dziś o 20:41
+        ej ziomki hasło do serwera mc na weekend: {pw} nie wrzucajcie na główny kanał xd
+        ''', pw)
+
+
+@cred("prose-czech-sms-heslo-k-uctu")
+def _l_cs(rng):
+    pw = mixed(rng, 10)
+    return out(f'''
+        Ahoj Petře, heslo k účtu na e-shopu jsem změnila na {pw}, tak si ho někam poznač. Jana
+        ''', pw)
+
+
+@cred("prose-hungarian-email-jelszavad")
+def _l_hu(rng):
+    pw = mixed(rng, 11)
+    return out(f'''
+        Szia Bence!
+        Létrehoztam a fiókodat a számlázó rendszerben. A kezdeti jelszavad: {pw}
+        Első belépéskor kérlek változtasd meg.
+        Üdv, Eszter
+        ''', pw)
+
+
+@cred("prose-romanian-whatsapp-parola-de-la-router")
+def _l_ro(rng):
+    pw = person(rng)
+    return out(f'''
+        {day(rng)}, 19:02 - Mama: parola de la router e pe spatele lui dar e {pw}
+        {day(rng)}, 19:03 - Andrei: merge, mersi mami
+        ''', pw)
+
+
+@cred("prose-turkish-telegram-sifre-su")
+def _l_tr(rng):
+    pw = person(rng)
+    return out(f'''
+        Emre: abi muhasebe programının şifresi neydi
+        Serkan: kullanıcı adı muhasebe, şifre şu: {pw}
+        Emre: eyvallah
+        ''', pw)
+
+
+@cred("prose-greek-viber-o-kodikos-einai")
+def _l_el(rng):
+    pw = person(rng)
+    return out(f'''
+        Γιώργο, ο κωδικός για το wifi του γραφείου είναι {pw} — μην τον δώσεις σε πελάτες.
+        ''', pw)
+
+
+@cred("prose-russian-telegram-parol-ot-uchetki")
+def _l_ru(rng):
+    pw = mixed(rng, 12)
+    return out(f'''
+        Дима, пароль от учётки в 1С: {pw}
+        логин тот же — buh3. Поменяй потом, ладно?
+        ''', pw)
+
+
+@cred("prose-ukrainian-viber-parol-vid-poshty")
+def _l_uk(rng):
+    pw = person(rng)
+    return out(f'''
+        Оксано, пароль від пошти бухгалтерії — {pw}. Логін: buh@firma.ua
+        ''', pw)
+
+
+@cred("prose-bulgarian-email-parolata-e")
+def _l_bg(rng):
+    pw = mixed(rng, 10)
+    return out(f'''
+        Здравей, Ивана,
+        Паролата за системата за отпуски е {pw} — смени я при първо влизане.
+        Поздрави, ИТ отдел
+        ''', pw)
+
+
+@cred("prose-serbian-cyrillic-sms-lozinka")
+def _l_sr(rng):
+    pw = person(rng)
+    return out(f'''
+        Марко, лозинка за рачун на порталу је {pw}. Поздрав, Јелена
+        ''', pw)
+
+
+@cred("prose-croatian-chat-lozinka-za-wifi")
+def _l_hr(rng):
+    pw = person(rng)
+    return out(f'''
+        Ivana: koja je lozinka za wifi u apartmanu?
+        Domaćin: Apartman_Vila_Mare / {pw}
+        ''', pw)
+
+
+@cred("prose-finnish-email-salasanasi-on")
+def _l_fi(rng):
+    pw = mixed(rng, 12)
+    return out(f'''
+        Hei Mikko,
+        Tunnuksesi Intraan on luotu. Käyttäjätunnus: mikko.virtanen, salasanasi on {pw}
+        Vaihda salasana ensimmäisellä kirjautumiskerralla.
+        Terveisin, IT-tuki
+        ''', pw)
+
+
+@cred("prose-estonian-sms-parool-on")
+def _l_et(rng):
+    pw = person(rng)
+    return out(f'''
+        Tere Kadri! Suvila wifi parool on {pw} . Head puhkust!
+        ''', pw)
+
+
+@cred("prose-lithuanian-chat-slaptazodis")
+def _l_lt(rng):
+    pw = person(rng)
+    return out(f'''
+        Tomas: koks slaptažodis į bendrą Dropbox?
+        Rūta: {pw}
+        ''', pw)
+
+
+@cred("prose-swedish-slack-losenordet-till")
+def _l_sv(rng):
+    pw = phrase(rng, 3, "-")
+    return out(f'''
+        @linnea lösenordet till testkontot i Fortnox är {pw} – byt gärna efter demon 🙏
+        ''', pw)
+
+
+@cred("prose-norwegian-sms-passordet-er")
+def _l_no(rng):
+    pw = person(rng)
+    return out(f'''
+        Hei! Passordet til hytta sitt nett er {pw}. Nøkkelen ligger under trappa. Hilsen Ola
+        ''', pw)
+
+
+@cred("prose-danish-email-adgangskoden")
+def _l_da(rng):
+    pw = mixed(rng, 10)
+    return out(f'''
+        Hej Mette
+        Adgangskoden til lønsystemet er nulstillet. Din nye midlertidige adgangskode er: {pw}
+        Venlig hilsen
+        HR-afdelingen
+        ''', pw)
+
+
+@cred("prose-icelandic-chat-lykilordid")
+def _l_is(rng):
+    pw = person(rng)
+    return out(f'''
+        Sigga: hvað er lykilorðið á netinu í bústaðnum?
+        Jón: það er {pw}
+        ''', pw)
+
+
+@cred("prose-welsh-neges-cyfrinair")
+def _l_cy(rng):
+    pw = person(rng)
+    return out(f'''
+        Helo Dafydd, y cyfrinair i'r cyfrifiadur yn y swyddfa ydy {pw}. Diolch!
+        ''', pw)
+
+
+@cred("prose-hebrew-whatsapp-hasisma-hi")
+def _l_he(rng):
+    pw = person(rng)
+    return out(f'''
+        נועה: מה הסיסמה לוויי-פיי במשרד החדש?
+        איתי: הסיסמה היא {pw}
+        ''', pw)
+
+
+@cred("prose-arabic-gulf-whatsapp-kalimat-al-sir")
+def _l_ar(rng):
+    pw = person(rng)
+    return out(f'''
+        خالد: هلا، وش كلمة السر حق الراوتر؟
+        فهد: كلمة السر {pw} وحطها صح لأن فيها حروف كبيرة
+        ''', pw)
+
+
+@cred("prose-persian-telegram-ramz-obur")
+def _l_fa(rng):
+    pw = person(rng)
+    return out(f'''
+        سلام مریم، رمز عبور اکانت حسابداری: {pw}
+        لطفاً بعد از ورود عوضش کن.
+        ''', pw)
+
+
+@cred("prose-urdu-sms-password-yeh-hai")
+def _l_ur(rng):
+    pw = person(rng)
+    return out(f'''
+        بھائی دکان کے کمپیوٹر کا پاس ورڈ یہ ہے: {pw}
+        ''', pw)
+
+
+@cred("prose-hindi-whatsapp-password-hai")
+def _l_hi(rng):
+    pw = person(rng)
+    return out(f'''
+        [{day(rng)} 10:22] राहुल: भैया, ऑफिस वाई-फाई का पासवर्ड क्या है?
+        [{day(rng)} 10:24] सुरेश: पासवर्ड है {pw} — किसी को मत बताना
+        ''', pw)
+
+
+@cred("prose-bengali-messenger-password-holo")
+def _l_bn(rng):
+    pw = person(rng)
+    return out(f'''
+        দাদা, নেটফ্লিক্সের পাসওয়ার্ড হলো {pw} — প্রোফাইল "Rimi" টা ব্যবহার কোরো।
+        ''', pw)
+
+
+@cred("prose-tamil-sms-kadavuchol")
+def _l_ta(rng):
+    pw = person(rng)
+    return out(f'''
+        அண்ணா, வங்கி போர்டல் கடவுச்சொல்: {pw} — OTP வந்தா எனக்கு அனுப்புங்க.
+        ''', pw)
+
+
+@cred("prose-telugu-chat-password-idi")
+def _l_te(rng):
+    pw = person(rng)
+    return out(f'''
+        శ్రీను: కాలేజ్ పోర్టల్ పాస్‌వర్డ్ ఇది: {pw}
+        ''', pw)
+
+
+@cred("prose-marathi-whatsapp-password-aahe")
+def _l_mr(rng):
+    pw = person(rng)
+    return out(f'''
+        आई, टीव्हीच्या ॲपचा पासवर्ड {pw} आहे. मी उद्या येऊन सेट करतो.
+        ''', pw)
+
+
+@cred("prose-thai-line-rahat-phan")
+def _l_th(rng):
+    pw = person(rng)
+    return out(f'''
+        น้องฝน: พี่คะ รหัสผ่านไวไฟร้านคืออะไรคะ
+        พี่เอ: รหัสผ่าน {pw} จ้า
+        ''', pw)
+
+
+@cred("prose-vietnamese-zalo-mat-khau-la")
+def _l_vi(rng):
+    pw = person(rng)
+    return out(f'''
+        Anh Tuấn ơi, mật khẩu tài khoản shop trên Shopee là {pw} nha, anh đổi lại giúp em.
+        ''', pw)
+
+
+@cred("prose-indonesian-wa-sandinya")
+def _l_id(rng):
+    pw = person(rng)
+    return out(f'''
+        Mas, kata sandi email kantor sudah aku reset ya. Sandinya {pw} — nanti ganti sendiri.
+        ''', pw)
+
+
+@cred("prose-tagalog-messenger-yung-password")
+def _l_tl(rng):
+    pw = person(rng)
+    return out(f'''
+        Ate, eto yung password ng wifi sa bahay: {pw} — wag mo ipamigay sa kapitbahay ha hahaha
+        ''', pw)
+
+
+@cred("prose-japanese-slack-pasu-wa")
+def _l_ja(rng):
+    pw = mixed(rng, 12)
+    return out(f'''
+        @佐藤さん 検証環境の管理画面、ID は admin でパスは {pw} です。作業が終わったら変更お願いします🙇
+        ''', pw)
+
+
+@cred("prose-korean-kakaotalk-bibeon")
+def _l_ko(rng):
+    pw = person(rng)
+    return out(f'''
+        [오후 3:12] 민지: 회사 공유기 비번 뭐였지?
+        [오후 3:13] 현우: {pw} 대소문자 구분해
+        ''', pw)
+
+
+@cred("prose-chinese-wechat-mima-fa-ni")
+def _l_zh(rng):
+    pw = mixed(rng, 12)
+    return out(f'''
+        王经理：小李，服务器后台账号 root，密码发你了：{pw}
+        小李：收到，用完我就改掉
+        ''', pw)
+
+
+@cred("prose-cantonese-whatsapp-password-hai")
+def _l_yue(rng):
+    pw = person(rng)
+    return out(f'''
+        阿明：喂，公司部 wifi 個 password 係咩呀？
+        阿欣：係 {pw} 呀，記住唔好俾客人
+        ''', pw)
+
+
+@cred("prose-swahili-sms-nenosiri-ni")
+def _l_sw(rng):
+    pw = person(rng)
+    return out(f'''
+        Habari Juma, nenosiri la akaunti ya M-Shop ni {pw}. Usimpe mtu mwingine.
+        ''', pw)
+
+
+@cred("prose-amharic-telegram-yeyilef-qal")
+def _l_am(rng):
+    pw = person(rng)
+    return out(f'''
+        ሰላም አበበ፣ የቢሮ ዋይፋይ የይለፍ ቃል {pw} ነው።
+        ''', pw)
+
+
+@cred("prose-georgian-chat-paroli")
+def _l_ka(rng):
+    pw = person(rng)
+    return out(f'''
+        ნინო: ოფისის wifi-ს პაროლი რა არის?
+        გიორგი: პაროლი: {pw}
+        ''', pw)
+
+
+@cred("prose-armenian-sms-gaghtnabar")
+def _l_hy(rng):
+    pw = person(rng)
+    return out(f'''
+        Բարև Արամ, համակարգի գաղտնաբառը՝ {pw}
+        ''', pw)
+
+
+@cred("prose-kazakh-telegram-qupiya-soz")
+def _l_kk(rng):
+    pw = person(rng)
+    return out(f'''
+        Айгүл, бухгалтерия бағдарламасының құпия сөзі: {pw}
+        ''', pw)
+
+
+@cred("prose-english-voice-transcript-nato-spelled-pin")
+def _l_en_nato(rng):
+    pw = upper(rng, 8)
+    nato = {"A": "alpha", "B": "bravo", "C": "charlie", "D": "delta", "E": "echo", "F": "foxtrot", "G": "golf",
+            "H": "hotel", "I": "india", "J": "juliet", "K": "kilo", "L": "lima", "M": "mike", "N": "november",
+            "O": "oscar", "P": "papa", "Q": "quebec", "R": "romeo", "S": "sierra", "T": "tango", "U": "uniform",
+            "V": "victor", "W": "whiskey", "X": "x-ray", "Y": "yankee", "Z": "zulu"}
+    spelled = " ".join(nato.get(c, c) for c in pw)
+    return out(f'''
+        [00:01:12] Agent: Okay, I've reset it. Your one-time passcode is {pw} — that's {spelled}.
+        [00:01:20] Caller: Great, got it, thanks.
+        ''', pw)
+
+
+@cred("prose-english-sticky-note-ocr-monitor-photo")
+def _l_en_sticky(rng):
+    pw = person(rng)
+    return out(f'''
+        OCR result (IMG_{digits(rng, 4)}.HEIC, confidence 0.91):
+        ---
+        FRONT DESK PC
+        user: reception
+        pw: {pw}
+        DO NOT REMOVE
+        ---
+        ''', pw)
+
+
+@cred("prose-german-non-ascii-passphrase-with-umlauts")
+def _l_de_umlaut(rng):
+    pw = rng.choice(["Käsebrötchen", "Grüßgott", "Straßenbahn", "Übermorgen", "Schloßgärtner"]) + str(rng.randint(10, 9999)) + "!"
+    return out(f'''
+        Liebe Frau Öztürk,
+        Ihr Passwort für das Mieterportal lautet: {pw}
+        Bitte beachten Sie die Groß- und Kleinschreibung sowie die Umlaute.
+        ''', pw)
+
+
+@cred("prose-polish-non-ascii-haslo-with-diacritics")
+def _l_pl_diacr(rng):
+    pw = rng.choice(["Żółwik", "Źdźbło", "Gęśla", "Łódeczka", "Pszczółka"]) + str(rng.randint(100, 9999))
+    return out(f'''
+        Pani Basiu, hasło do konta w e-dzienniku to {pw} (z polskimi znakami!).
+        ''', pw)
+
+
 # @@CRED@@
 
 # ---- clean documents ------------------------------------------------------------------------------------------
