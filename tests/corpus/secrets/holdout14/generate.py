@@ -4850,6 +4850,652 @@ def _l_pl_diacr(rng):
 
 # ---- clean documents ------------------------------------------------------------------------------------------
 
+@clean("clean-langgraph-json-env-file-reference")
+def _c_langgraph(rng):
+    return jd({"dependencies": ["."], "graphs": {"agent": "./src/agent/graph.py:graph"}, "env": ".env",
+               "python_version": "3.12", "store": {"index": {"embed": "openai:text-embedding-3-small", "dims": 1536}}})
+
+
+@clean("clean-claude-code-settings-permissions-and-hooks")
+def _c_claude(rng):
+    return jd({"$schema": "https://json.schemastore.org/claude-code-settings.json", "model": "claude-opus-4-1",
+               "permissions": {"allow": ["Bash(pytest:*)", "Bash(ruff check:*)"],
+                               "deny": ["Read(./.env)", "Read(./**/credentials.json)", "Bash(curl:*)"]},
+               "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                   {"type": "command", "command": "python3 .claude/hooks/block_secrets.py"}]}]},
+               "env": {"MAX_THINKING_TOKENS": "16000", "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "32000"}})
+
+
+@clean("clean-mcp-json-env-var-expansion")
+def _c_mcp(rng):
+    return jd({"mcpServers": {"github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/",
+                                         "headers": {"Authorization": "Bearer ${GITHUB_PAT}"}},
+                              "sentry": {"command": "npx", "args": ["-y", "@sentry/mcp-server@latest"],
+                                         "env": {"SENTRY_ACCESS_TOKEN": "${SENTRY_ACCESS_TOKEN}"}}}})
+
+
+@clean("clean-otlp-json-genai-span-token-usage")
+def _c_otlp(rng):
+    return jd({"resourceSpans": [{"resource": {"attributes": [
+        {"key": "service.name", "value": {"stringValue": "rag-api"}},
+        {"key": "telemetry.sdk.version", "value": {"stringValue": "1.37.0"}}]},
+        "scopeSpans": [{"spans": [{"traceId": trace_id(rng), "spanId": span_id(rng), "parentSpanId": span_id(rng),
+                                   "name": "chat gpt-4.1", "startTimeUnixNano": nano(rng), "endTimeUnixNano": nano(rng),
+                                   "attributes": [
+                                       {"key": "gen_ai.request.max_tokens", "value": {"intValue": "1024"}},
+                                       {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "8412"}},
+                                       {"key": "gen_ai.usage.output_tokens", "value": {"intValue": "388"}},
+                                       {"key": "gen_ai.response.id", "value": {"stringValue": "chatcmpl-" + mixed(rng, 29)}},
+                                       {"key": "gen_ai.response.finish_reasons", "value": {"arrayValue": {"values": [{"stringValue": "stop"}]}}}]}]}]}]})
+
+
+@clean("clean-crewai-agents-yaml-roles-and-tools")
+def _c_crewai(rng):
+    return txt('''
+        researcher:
+          role: >
+            Senior password-policy researcher
+          goal: >
+            Summarise NIST SP 800-63B guidance on password_min_length and rotation
+          backstory: >
+            You know the difference between a token and a tokenizer.
+          llm: anthropic/claude-sonnet-4-5
+          max_iter: 15
+        ''')
+
+
+@clean("clean-autogen-config-list-env-lookup")
+def _c_autogen(rng):
+    return txt('''
+        import os
+        config_list = [
+            {"model": "gpt-4o", "api_key": os.environ["OPENAI_API_KEY"]},
+            {"model": "gpt-4o-mini", "api_key": os.getenv("AZURE_OPENAI_API_KEY"), "api_type": "azure"},
+        ]
+        llm_config = {"config_list": config_list, "cache_seed": 42, "temperature": 0, "max_tokens": 2048}
+        ''')
+
+
+@clean("clean-litellm-config-os-environ-references")
+def _c_litellm(rng):
+    return txt('''
+        model_list:
+          - model_name: claude
+            litellm_params:
+              model: anthropic/claude-sonnet-4-5
+              api_key: os.environ/ANTHROPIC_API_KEY
+        general_settings:
+          master_key: os.environ/LITELLM_MASTER_KEY
+          database_url: os.environ/DATABASE_URL
+        litellm_settings:
+          drop_params: true
+          max_budget: 100
+        ''')
+
+
+@clean("clean-pinecone-describe-index-output")
+def _c_pinecone(rng):
+    return jd({"name": "products", "dimension": 1536, "metric": "cosine",
+               "host": f"products-{lower(rng, 7)}.svc.aped-4627-b74a.pinecone.io",
+               "spec": {"serverless": {"cloud": "aws", "region": "us-east-1"}},
+               "status": {"ready": True, "state": "Ready"}, "deletion_protection": "enabled",
+               "tags": {"owner": "search-team"}, "vector_type": "dense"})
+
+
+@clean("clean-weaviate-compose-oidc-no-keys")
+def _c_weaviate(rng):
+    return txt('''
+        services:
+          weaviate:
+            image: cr.weaviate.io/semitechnologies/weaviate:1.32.2
+            environment:
+              AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED: 'false'
+              AUTHENTICATION_OIDC_ENABLED: 'true'
+              AUTHENTICATION_OIDC_ISSUER: 'https://sso.acme.example/realms/main'
+              AUTHENTICATION_OIDC_CLIENT_ID: 'weaviate'
+              AUTHENTICATION_OIDC_USERNAME_CLAIM: 'email'
+            env_file: [ .env.weaviate ]
+        ''')
+
+
+@clean("clean-aws-credentials-sso-session-only")
+def _c_aws_sso(rng):
+    return txt(f'''
+        [profile prod-admin]
+        sso_session = acme
+        sso_account_id = {digits(rng, 12)}
+        sso_role_name = AdministratorAccess
+        region = eu-west-1
+
+        [sso-session acme]
+        sso_start_url = https://acme.awsapps.com/start
+        sso_region = eu-west-1
+        sso_registration_scopes = sso:account:access
+        ''')
+
+
+@clean("clean-aws-configure-list-masked")
+def _c_aws_list(rng):
+    return txt(f'''
+        $ aws configure list
+              Name                    Value             Type    Location
+              ----                    -----             ----    --------
+           profile                  default           manual    --profile
+        access_key     ****************{upper(rng, 4)} shared-credentials-file
+        secret_key     ****************{mixed(rng, 4)} shared-credentials-file
+            region                eu-west-1      config-file    ~/.aws/config
+        ''')
+
+
+@clean("clean-gcloud-config-list-and-auth-list")
+def _c_gcloud(rng):
+    return txt(f'''
+        $ gcloud auth list
+                Credentialed Accounts
+        ACTIVE  ACCOUNT
+        *       ana@acme.example
+                deployer@acme-prod.iam.gserviceaccount.com
+
+        $ gcloud config list
+        [core]
+        account = ana@acme.example
+        project = acme-prod-{digits(rng, 6)}
+        ''')
+
+
+@clean("clean-az-account-show-ids")
+def _c_az(rng):
+    return jd({"environmentName": "AzureCloud", "homeTenantId": uid(rng), "id": uid(rng), "isDefault": True,
+               "managedByTenants": [], "name": "Contoso Production", "state": "Enabled", "tenantId": uid(rng),
+               "user": {"name": "ana@contoso.com", "type": "user"}})
+
+
+@clean("clean-fly-toml-secrets-listed-by-name")
+def _c_fly(rng):
+    return txt(f'''
+        $ fly secrets list -a billing-api
+        NAME              DIGEST              CREATED AT
+        DATABASE_URL      {hexa(rng, 16)}    2026-02-11T10:22:01Z
+        STRIPE_API_KEY    {hexa(rng, 16)}    2026-02-11T10:22:01Z
+        SENTRY_DSN        {hexa(rng, 16)}    2026-03-01T08:40:13Z
+        ''')
+
+
+@clean("clean-wrangler-toml-secrets-via-cli-comment")
+def _c_wrangler(rng):
+    return txt(f'''
+        name = "edge-auth"
+        main = "src/index.ts"
+        compatibility_date = "2026-01-15"
+        # Secrets are set with: npx wrangler secret put SESSION_HMAC_SECRET
+        [vars]
+        ISSUER = "https://auth.acme.example"
+        TOKEN_TTL_SECONDS = "900"
+
+        [[kv_namespaces]]
+        binding = "SESSIONS"
+        id = "{hexa(rng, 32)}"
+        ''')
+
+
+@clean("clean-supabase-config-toml-env-functions")
+def _c_supabase(rng):
+    return txt('''
+        [auth]
+        site_url = "http://127.0.0.1:3000"
+        minimum_password_length = 12
+        password_requirements = "lower_upper_letters_digits_symbols"
+
+        [auth.external.github]
+        enabled = true
+        client_id = "env(SUPABASE_AUTH_GITHUB_CLIENT_ID)"
+        secret = "env(SUPABASE_AUTH_GITHUB_SECRET)"
+        ''')
+
+
+@clean("clean-terraform-plan-sensitive-values-hidden")
+def _c_tf_plan(rng):
+    return txt(f'''
+          # aws_db_instance.orders will be updated in-place
+          ~ resource "aws_db_instance" "orders" {{
+                id                = "db-{upper(rng, 26)}"
+              ~ password          = (sensitive value)
+              ~ engine_version    = "16.3" -> "16.4"
+                # (41 unchanged attributes hidden)
+            }}
+
+        Plan: 0 to add, 1 to change, 0 to destroy.
+        ''')
+
+
+@clean("clean-terraform-variables-tf-sensitive-no-default")
+def _c_tf_vars(rng):
+    return txt('''
+        variable "db_password" {
+          description = "Master password for the orders database"
+          type        = string
+          sensitive   = true
+          validation {
+            condition     = length(var.db_password) >= 16
+            error_message = "password_min_length is 16."
+          }
+        }
+        ''')
+
+
+@clean("clean-pulumi-yaml-secure-ciphertexts")
+def _c_pulumi(rng):
+    return txt(f'''
+        encryptionsalt: v1:{b64(rng, 12)}:v1:{b64(rng, 9)}:{b64(rng, 24)}
+        config:
+          aws:region: eu-central-1
+          app:dbPassword:
+            secure: v1:{b64(rng, 12)}:{b64(rng, 40)}
+        ''')
+
+
+@clean("clean-ansible-vault-encrypted-file-header")
+def _c_ansible_vault(rng):
+    body = "\n".join(hexa(rng, 80) for _ in range(5))
+    return "$ANSIBLE_VAULT;1.1;AES256\n" + body + "\n"
+
+
+@clean("clean-k8s-secret-references-and-external-secret")
+def _c_k8s_eso(rng):
+    return txt('''
+        apiVersion: external-secrets.io/v1
+        kind: ExternalSecret
+        metadata:
+          name: orders-db
+        spec:
+          refreshInterval: 1h
+          secretStoreRef: {name: aws-secrets-manager, kind: ClusterSecretStore}
+          target: {name: orders-db}
+          data:
+            - secretKey: password
+              remoteRef: {key: prod/orders/rds, property: password}
+        ''')
+
+
+@clean("clean-kubeconfig-exec-plugin-no-token")
+def _c_kubeconfig(rng):
+    return txt(f'''
+        users:
+          - name: arn:aws:eks:eu-west-1:{digits(rng, 12)}:cluster/prod
+            user:
+              exec:
+                apiVersion: client.authentication.k8s.io/v1beta1
+                command: aws
+                args: [--region, eu-west-1, eks, get-token, --cluster-name, prod, --output, json]
+                interactiveMode: IfAvailable
+        ''')
+
+
+@clean("clean-helm-values-existing-secret-keys")
+def _c_helm(rng):
+    return txt('''
+        auth:
+          existingSecret: keycloak-db
+          secretKeys:
+            adminPasswordKey: admin-password
+            userPasswordKey: password
+        passwordUpdateJob:
+          enabled: false
+        ''')
+
+
+@clean("clean-docker-compose-secrets-file-and-env-refs")
+def _c_compose(rng):
+    return txt('''
+        services:
+          db:
+            image: postgres:17
+            environment:
+              POSTGRES_PASSWORD_FILE: /run/secrets/pg_password
+              POSTGRES_USER: ${POSTGRES_USER:-app}
+            secrets: [pg_password]
+        secrets:
+          pg_password:
+            file: ./secrets/pg_password.txt
+        ''')
+
+
+@clean("clean-nginx-htpasswd-bcrypt-and-auth-basic")
+def _c_nginx(rng):
+    return txt('''
+        # /etc/nginx/.htpasswd
+        admin:$2y$10$Q9mZ1rW7cJQeYxqB0uE6iOq1Lr8C3m0y9m8qfQ0b6y2h0c7v4y8sS
+        metrics:$apr1$8hT3e9Lq$wFh1mW3q5oV2cK8eY7rTz/
+
+        location /admin/ {
+            auth_basic "Restricted";
+            auth_basic_user_file /etc/nginx/.htpasswd;
+        }
+        ''')
+
+
+@clean("clean-caddy-basicauth-hashed")
+def _c_caddy(rng):
+    return txt('''
+        grafana.acme.example {
+            basic_auth {
+                ops $2a$14$Zkx19XLiW6VYouLHR5NmfOFU0z2GTNmpkT/5qqR7hx4IjWJPDhjvG
+            }
+            reverse_proxy grafana:3000
+        }
+        ''')
+
+
+@clean("clean-datadog-yaml-env-var-api-key-ref")
+def _c_dd(rng):
+    return txt('''
+        api_key: ENC[datadog_api_key]
+        secret_backend_command: /usr/local/bin/dd-secret-helper
+        site: datadoghq.eu
+        logs_enabled: true
+        ''')
+
+
+@clean("clean-sentry-dsn-public-key-frontend-init")
+def _c_sentry(rng):
+    return txt(f'''
+        Sentry.init({{
+          dsn: "https://{hexa(rng, 32)}@o{digits(rng, 6)}.ingest.de.sentry.io/{digits(rng, 16)}",
+          tracesSampleRate: 0.2,
+          release: "storefront@{rng.randint(1, 9)}.{rng.randint(0, 40)}.{rng.randint(0, 9)}+{sha(rng)[:7]}",
+        }});
+        ''')
+
+
+@clean("clean-grafana-ini-file-provider-references")
+def _c_grafana(rng):
+    return txt('''
+        [security]
+        admin_user = admin
+        admin_password = $__file{/run/secrets/grafana_admin_password}
+        secret_key = $__env{GF_SECRET_KEY}
+        disable_initial_admin_creation = false
+        ''')
+
+
+@clean("clean-prometheus-basic-auth-password-file")
+def _c_prom(rng):
+    return txt('''
+        remote_write:
+          - url: https://prometheus-prod-24-prod-eu-west-2.grafana.net/api/prom/push
+            basic_auth:
+              username: "1234567"
+              password_file: /etc/prometheus/grafana_cloud_token
+        ''')
+
+
+@clean("clean-twilio-webhook-request-signature-and-sids")
+def _c_twilio(rng):
+    return txt(f'''
+        POST /sms/inbound HTTP/1.1
+        Host: hooks.acme.example
+        X-Twilio-Signature: {b64(rng, 20)}
+        Content-Type: application/x-www-form-urlencoded
+
+        ToCountry=US&SmsMessageSid=SM{hexa(rng, 32)}&AccountSid=AC{hexa(rng, 32)}&MessagingServiceSid=MG{hexa(rng, 32)}&Body=STOP&NumMedia=0
+        ''')
+
+
+@clean("clean-stripe-webhook-event-ids-and-signature-header")
+def _c_stripe(rng):
+    return txt(f'''
+        Stripe-Signature: t={epoch(rng)},v1={hexa(rng, 64)}
+        {{"id": "evt_{mixed(rng, 24)}", "object": "event", "type": "invoice.paid",
+         "data": {{"object": {{"id": "in_{mixed(rng, 24)}", "customer": "cus_{mixed(rng, 14)}", "amount_paid": 4900}}}}}}
+        ''')
+
+
+@clean("clean-google-services-json-placeholder-key")
+def _c_gservices(rng):
+    return jd({"project_info": {"project_number": "000000000000", "project_id": "your-project-id"},
+               "client": [{"client_info": {"mobilesdk_app_id": "1:000000000000:android:0000000000000000"},
+                           "api_key": [{"current_key": "<your-firebase-api-key>"}]}]})
+
+
+@clean("clean-gradle-properties-signing-from-env")
+def _c_gradle(rng):
+    return txt('''
+        org.gradle.jvmargs=-Xmx4096m
+        android.useAndroidX=true
+        # Release signing reads ANDROID_KEYSTORE_PASSWORD and ANDROID_KEY_PASSWORD from the CI environment
+        RELEASE_STORE_FILE=release.keystore
+        RELEASE_KEY_ALIAS=acme
+        kotlin.code.style=official
+        ''')
+
+
+@clean("clean-har-entry-redacted-authorization")
+def _c_har(rng):
+    return jd({"request": {"method": "GET", "url": "https://api.acme.example/v2/me",
+                           "headers": [{"name": "authorization", "value": "[REDACTED]"},
+                                       {"name": "x-request-id", "value": uid(rng)},
+                                       {"name": "traceparent", "value": f"00-{trace_id(rng)}-{span_id(rng)}-01"}]},
+               "response": {"status": 200, "headers": [{"name": "etag", "value": f'W/"{sha(rng)}"'}]}})
+
+
+@clean("clean-postman-environment-empty-secret-values")
+def _c_postman(rng):
+    return jd({"id": uid(rng), "name": "Production", "values": [
+        {"key": "baseUrl", "value": "https://api.acme.example", "type": "default", "enabled": True},
+        {"key": "apiKey", "value": "", "type": "secret", "enabled": True},
+        {"key": "password", "value": "{{vault:prod-password}}", "type": "secret", "enabled": True}],
+        "_postman_variable_scope": "environment"})
+
+
+@clean("clean-bruno-env-secret-vars-list")
+def _c_bruno(rng):
+    return txt('''
+        vars {
+          baseUrl: https://gitlab.acme.io/api/v4
+          projectId: 412
+        }
+        vars:secret [
+          token,
+          password
+        ]
+        ''')
+
+
+@clean("clean-pg-hba-and-pgpass-wildcard-only")
+def _c_pg(rng):
+    return txt('''
+        # pg_hba.conf
+        hostssl  all  all  10.0.0.0/8  scram-sha-256
+        local    all  postgres         peer
+        # password_encryption = scram-sha-256 in postgresql.conf
+        ''')
+
+
+@clean("clean-sql-users-table-bcrypt-hashes")
+def _c_sql(rng):
+    return txt('''
+        INSERT INTO users (id, email, password_hash, password_changed_at, failed_logins) VALUES
+        (1, 'admin@acme.example', '$2b$12$KIXQJ3bY8x1zWl6v5n0H3e9mUq2cT7pR4sD1fG8hJ0kL2zX5cV7bO', '2026-01-04', 0),
+        (2, 'kasse1@acme.example', '$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHRzYWx0$Zm9vYmFyYmF6cXV4cXV1eA', '2026-02-19', 2);
+        ''')
+
+
+@clean("clean-jdbc-url-integrated-security")
+def _c_jdbc(rng):
+    return txt('''
+        spring.datasource.url=jdbc:sqlserver://sqlprod.corp.acme.lan:1433;databaseName=HR;integratedSecurity=true;authenticationScheme=JavaKerberos
+        spring.datasource.hikari.maximum-pool-size=12
+        spring.datasource.password=${HR_DB_PASSWORD}
+        ''')
+
+
+@clean("clean-ldif-user-entry-ssha-and-public-cert")
+def _c_ldif(rng):
+    return txt(f'''
+        dn: uid=ana.k,ou=people,dc=acme,dc=lan
+        objectClass: inetOrgPerson
+        uid: ana.k
+        mail: ana@acme.example
+        userPassword: {{SSHA512}}{b64(rng, 72)}
+        pwdChangedTime: 20260211101522Z
+        ''')
+
+
+@clean("clean-windows-reg-export-autologon-disabled")
+def _c_reg(rng):
+    return txt('''
+        Windows Registry Editor Version 5.00
+
+        [HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon]
+        "AutoAdminLogon"="0"
+        "DefaultUserName"="kiosk"
+        "PasswordExpiryWarning"=dword:0000000e
+        "CachedLogonsCount"="10"
+        ''')
+
+
+@clean("clean-powershell-get-credential-and-secretmanagement")
+def _c_pwsh(rng):
+    return txt('''
+        $cred = Get-Credential -Message "Exchange admin"
+        $token = Get-Secret -Name GraphToken -Vault AcmeVault -AsPlainText:$false
+        Connect-ExchangeOnline -Credential $cred -ShowBanner:$false
+        Write-Host "Password length policy: $((Get-ADDefaultDomainPasswordPolicy).MinPasswordLength)"
+        ''')
+
+
+@clean("clean-git-credential-helper-config-only")
+def _c_git(rng):
+    return txt(f'''
+        [credential]
+            helper = manager
+            credentialStore = secretservice
+        [credential "https://dev.azure.com"]
+            useHttpPath = true
+        [commit]
+            gpgsign = true
+        [user]
+            signingkey = {hexa(rng, 16).upper()}
+        ''')
+
+
+@clean("clean-ssh-public-keys-and-fingerprints")
+def _c_ssh(rng):
+    return txt(f'''
+        ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{b64(rng, 32)[:43]} ana@laptop
+        256 SHA256:{b64(rng, 32).rstrip("=")} ana@laptop (ED25519)
+        ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBB{b64(rng, 64)} ci@runner
+        ''')
+
+
+@clean("clean-pytest-run-keyboard-and-password-policy-tests")
+def _c_pytest(rng):
+    return txt(f'''
+        ============================= test session starts ==============================
+        collected 48 items
+
+        tests/test_keyboard_layout.py ........                                   [ 16%]
+        tests/test_password_min_length.py .......                                [ 31%]
+        tests/test_tokenizer_roundtrip.py ...............                       [ 62%]
+        tests/test_token_bucket.py ..................                           [100%]
+
+        ============================== 48 passed in {rng.randint(2, 9)}.{rng.randint(10, 99)}s ==============================
+        ''')
+
+
+@clean("clean-multilingual-password-reset-guidance")
+def _c_multi(rng):
+    return txt('''
+        ES: Nunca te pediremos tu contraseña por WhatsApp.
+        PT: Nunca pedimos a sua senha por SMS.
+        DE: Wir fragen Sie niemals nach Ihrem Kennwort.
+        PL: Nigdy nie prosimy o hasło przez telefon.
+        TR: Şifrenizi asla e-posta ile istemeyiz.
+        JA: パスワードをメールでお尋ねすることはありません。
+        KO: 비밀번호를 전화로 묻지 않습니다.
+        ZH: 我们绝不会通过微信索要您的密码。
+        HI: हम कभी भी आपका पासवर्ड नहीं मांगते।
+        AR: لن نطلب منك كلمة المرور أبداً.
+        ''')
+
+
+@clean("clean-wifi-chat-password-on-the-router-sticker")
+def _c_wifi(rng):
+    return txt('''
+        Lena: what's the wifi password at your place?
+        Tom: it's on the sticker under the router, the one labelled WPA key — I never changed it
+        Lena: found it, thanks!
+        ''')
+
+
+@clean("clean-password-manager-csv-header-only")
+def _c_csv(rng):
+    return txt('''
+        folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp
+        ''')
+
+
+@clean("clean-vendor-docs-placeholders-mixed")
+def _c_docs(rng):
+    return txt('''
+        ## Configure the SDK
+        ```bash
+        export PINECONE_API_KEY="<your-pinecone-api-key>"
+        export TAVILY_API_KEY=tvly-YOUR_API_KEY
+        export NEON_API_KEY=napi_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+        export STRIPE_SECRET_KEY=sk_test_...
+        ```
+        ''')
+
+
+@clean("clean-dashboard-copy-masked-api-keys")
+def _c_masked(rng):
+    return txt(f'''
+        NAME              KEY                      CREATED       LAST USED
+        ci-deploy         sk-proj-...{mixed(rng, 4)}         2026-01-12    2 hours ago
+        staging           sk-ant-api03-•••••{mixed(rng, 4)}   2026-02-03    never
+        grafana-sync      glsa_************_****   2026-02-28    yesterday
+        ''')
+
+
+@clean("clean-docker-image-digests-and-checksums")
+def _c_digests(rng):
+    return txt(f'''
+        ghcr.io/acme/api@sha256:{sha256(rng)}
+        sha256sum  {sha256(rng)}  vllm-0.11.0-cp312-manylinux.whl
+        md5        {hexa(rng, 32)}  model.safetensors
+        git rev-parse HEAD -> {sha(rng)}
+        ''')
+
+
+@clean("clean-base64-of-feature-flags-json")
+def _c_b64(rng):
+    flags = base64.b64encode(json.dumps({"newCheckout": True, "darkMode": False, "maxItems": 50}).encode()).decode()
+    return txt(f'''
+        X-Feature-Flags: {flags}
+        X-Request-Id: {uid(rng)}
+        X-Amzn-Trace-Id: Root=1-{hexa(rng, 8)}-{hexa(rng, 24)}
+        ''')
+
+
+@clean("clean-jwks-public-keys-endpoint")
+def _c_jwks(rng):
+    return jd({"keys": [{"kty": "RSA", "use": "sig", "kid": hexa(rng, 16), "alg": "RS256", "e": "AQAB",
+                         "n": b64url(rng, 256)},
+                        {"kty": "OKP", "crv": "Ed25519", "kid": hexa(rng, 16), "x": b64url(rng, 32)}]})
+
+
+@clean("clean-ci-log-masked-secrets")
+def _c_ci_log(rng):
+    return txt(f'''
+        {when(rng)} Run docker login -u acmebuild -p *** ghcr.io
+        {when(rng)} WARNING! Using --password via the CLI is insecure. Use --password-stdin.
+        {when(rng)} Login Succeeded
+        {when(rng)} Run ./deploy.sh --token *** --env production
+        {when(rng)} deployed revision {sha(rng)[:12]}
+        ''')
+
+
 # @@CLEAN@@
 
 
