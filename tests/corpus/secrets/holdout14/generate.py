@@ -148,7 +148,7 @@ def safe(rng: random.Random, n: int) -> str:
 def person(rng: random.Random) -> str:
     """What a person picks: a word or two, a number, maybe a mark."""
     w = rng.choice(_WORDS).capitalize()
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 or len(w) < 6:
         w += rng.choice(_WORDS).capitalize()
     return w + str(rng.randint(10, 9999)) + rng.choice(["", "!", "?", "#", "$", "*", ".", "&", "%"])
 
@@ -3607,7 +3607,7 @@ def _mb_rnconfig(rng):
         ''', key)
 
 
-@cred("flutter-dart-define-from-file-json")
+@cred("flutter-dart-define-from-file-prod-json-deepseek")
 def _mb_dart(rng):
     key = "sk-" + hexa(rng, 32)
     return out(jd({"API_BASE": "https://api.acme.example", "DEEPSEEK_API_KEY": key, "FLAVOR": "prod"}), key)
@@ -4020,7 +4020,7 @@ def _d_ldapsearch(rng):
         ''', pw)
 
 
-@cred("sssd-conf-ldap-default-authtok")
+@cred("sssd-domain-section-bind-authtok-password-type")
 def _d_sssd(rng):
     pw = safe(rng, 18)
     return out(f'''
@@ -4109,7 +4109,7 @@ def _w_netuse(rng):
         ''', pw)
 
 
-@cred("powershell-convertto-securestring-asplaintext")
+@cred("pwsh-securestring-plaintext-exo-credential-object")
 def _w_securestring(rng):
     pw = symbolic(rng, 16, "!#%+-=@_")
     return out(f'''
