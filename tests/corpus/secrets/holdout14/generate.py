@@ -1,6 +1,67 @@
 """The HOLDOUT14 part of the secret corpus: a fourteenth blind part, written after HOLDOUT to HOLDOUT13.
 
-DOCSTRING-PLACEHOLDER
+Written blind: its author read only the `Document` type and the corpus docstring, the structure test of the blind
+parts and the HOLDOUT13 generator's interface and layout (its registration decorators, `documents(seed)` and
+`generate`, its docstring's rules) and its shape names (only to avoid reusing them); never its documents, nor the
+detector, its rules, docs, tests, state or figures, and no document was run through a detector or a redactor.
+Each document imitates what a real tool, agent, config file, log, terminal session, HTTP trace, notebook, chat
+message or person writes in 2026:
+
+- agent frameworks and coding agents: LangGraph, LangSmith, CrewAI, AutoGen and AutoGen Studio, the OpenAI Agents
+  SDK, Claude Code settings and MCP configs (Claude Desktop, Cursor, mcp-remote, the MCP inspector), Semantic
+  Kernel, LlamaIndex and LlamaParse, DSPy, Haystack, smolagents, Pydantic AI and Logfire, Letta, mem0,
+  browser-use, Tavily, Firecrawl, E2B, Browserbase, LiteLLM, vLLM, TGI, Open WebUI, Gemini CLI, Codex CLI, Aider,
+  Continue, Roo Code, Goose, n8n, Dify, Langflow, Chainlit, Streamlit, Gradio, the Realtime API, OTLP JSON spans
+  with GenAI attributes and OpenTelemetry collector and exporter configs;
+- vector databases: Pinecone, Weaviate, Qdrant, Milvus and Zilliz, Chroma, LanceDB, turbopuffer, Astra DB,
+  Upstash Vector, Meilisearch, Typesense and Elasticsearch;
+- cloud CLIs and their files: aws (credentials, STS, IAM, Secrets Manager, SSM, Cognito, ECR), gcloud (ADC,
+  access tokens, Cloud SQL, service-account keys), az (service principals, storage keys and SAS, ACR, Cosmos DB,
+  publish profiles), doctl, flyctl, wrangler and cloudflared, Vercel, Netlify, Heroku, Railway, Supabase, Neon,
+  PlanetScale, Turso, Linode, Hetzner, Scaleway, OVH, OCI, Alibaba, Tencent, Yandex, Backblaze, Wasabi, MinIO,
+  rclone, Cloudinary, Render, Deno Deploy, ngrok, Tailscale, IBM Cloud and Exoscale;
+- infrastructure as code and runtime config: Terraform (tfvars, state, providers, credentials.tfrc.json,
+  outputs), Pulumi, Ansible, cloud-init, Packer, Chef, Hiera, Salt, Vagrant, Kubernetes Secrets, ConfigMaps and
+  kubeconfigs, kubectl, Helm, Kustomize, Argo CD, Flux, External Secrets, docker-compose, Dockerfiles, docker
+  inspect, systemd units and drop-ins, nginx, HAProxy, Caddy, Traefik, Envoy, Consul, Nomad and Vault Agent;
+- observability: Datadog, New Relic, Sentry, Grafana, Honeycomb Refinery, Splunk, Kibana, Logstash, Filebeat,
+  Fluent Bit, Vector, Prometheus, Alertmanager, PagerDuty, Opsgenie, Dynatrace, Axiom, Rollbar, PostHog and
+  LaunchDarkly;
+- messaging and e-mail: Twilio, SendGrid, Mailgun, Postmark, Mailchimp, Resend, Brevo, Mailjet, SES SMTP,
+  msmtp, Postfix, sSMTP, Nodemailer, swaks, Spring Mail, Vonage, Plivo, Telnyx, Slack, Discord, Telegram, Teams
+  workflows, Pushover, Pusher, Ably and OneSignal;
+- payments and SaaS tokens in their published formats: Stripe, PayPal, Square, Adyen, Mollie, Razorpay,
+  Paystack, Flutterwave, Paddle, WooCommerce, Shopify, HubSpot, Salesforce, Zendesk, Atlassian, Notion,
+  Airtable, Asana, ClickUp, Figma, Okta, Auth0, Clerk, WorkOS, Algolia, Contentful, Mapbox, Postman, Docker Hub,
+  Bitbucket, SonarCloud, Snyk and Dropbox;
+- mobile apps: google-services.json, Info.plist, keystore and gradle properties, fastlane and App Store Connect
+  keys, EAS, react-native-config, Flutter dart-defines and FCM;
+- HTTP traces and clients: HAR files, devtools "copy as fetch/PowerShell", HTTPie sessions, wget, Postman
+  environments and collections, Insomnia, Bruno, Hurl, k6, raw proxy requests and mitmproxy dumps;
+- databases and directories: .pgpass, .my.cnf, SQL statements and dumps, Snowflake, mongosh, redis-cli, sqlcmd,
+  JDBC (SQL Server, Oracle, Databricks, Redshift, ClickHouse, Trino), odbc.ini, PgBouncer, pgBackRest,
+  ldapsearch, sssd, nslcd and ldap3;
+- Windows: registry exports, unattend.xml, cmdkey, net use, PowerShell SecureString misuse, schtasks, Group
+  Policy Preferences, IIS, web.config, sc.exe and Security event logs; crash reports and logs (Crashpad,
+  logcat, macOS .ips, Node and Go); git credential helpers and URLs with userinfo (AMQP, MQTT, FTP, SMB, RTMP
+  stream keys, WebDAV);
+- people writing passwords in English and fifty other languages, variants and scripts (WhatsApp, Viber,
+  LINE, Zalo, KakaoTalk, WeChat, Telegram, Discord, Slack, Teams, SMS, e-mail, tickets, a voice transcript
+  spelled in the NATO alphabet, an OCR'd sticky note), some with non-ASCII passwords.
+
+Each credential document plants one or two values that appear verbatim in its text, each 8 characters or more,
+drawn from the seeded `random.Random` and shaped as the vendor's published format where there is one. Every
+credential a document holds is planted. Usernames, client/app/key ids, account and project ids, publishable
+keys, public keys, hashes, request/trace/span ids, ciphertexts and masked echoes are not planted and, where
+present, are not credentials. A base64 `user:password` pair (or any base64-wrapped secret) is planted as its
+base64 text; a PEM or OpenSSH private key as its first body line.
+
+Clean documents hold no credential but many look-alikes (UUIDs, SHAs, digests, trace and span ids, versions,
+checksums, base64 of non-secrets, `max_tokens`, `keyboard`, `passed`, `tokenizer`, `password_min_length`,
+env-var and file references, marked placeholders, masked values, password hashes, ciphertexts and public keys).
+
+SEED = 2026120214. `documents(seed)` (alias `generate`) gives one document per credential shape, then the clean
+ones: 389 credential shapes planting 425 values, and 55 clean documents.
 """
 
 from __future__ import annotations
