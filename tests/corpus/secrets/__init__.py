@@ -1,6 +1,6 @@
 """A corpus of documents holding credentials, as tools and agents write them, for the secret detector.
 
-Fourteen parts written by fourteen generators: `tune` (the shapes the detector was tuned on; the property tests draw
+Fifteen parts written by fifteen generators: `tune` (the shapes the detector was tuned on; the property tests draw
 from it), `holdout` (other shapes, other value forms, another seed; written first and never looked at while
 tuning: its figure says how the detector does on text it never saw), `holdout2` (a second blind part, written
 later without reading the detector: shapes and value forms neither earlier part has) and `holdout3` (a third
@@ -17,7 +17,8 @@ spent, by an author who read no detector file; read in round 11 to find that rou
 eleventh, written in round 11 by an author who read no detector file; kept blind in round 11, read in round 12 to
 find that round's classes) and `holdout12` (a twelfth, written in round 12 by an author who read no detector file;
 kept blind in round 12, read in round 13 to find that round's classes) and `holdout13` (a thirteenth, written in
-round 13 by an author who read no detector file; kept blind: its figures are printed, its misses never listed).
+round 13 by an author who read no detector file; kept blind: its figures are printed, its misses never listed) and
+`holdout14` (a fourteenth, written in round 14 by an author who read no detector file; kept blind as HOLDOUT13 is).
 """
 
 from __future__ import annotations
