@@ -66,3 +66,39 @@ def clear() -> None:
     """Drop every entry (tests)."""
     with _lock:
         _entries.clear()
+        _settled.clear()
+
+
+# -- settled ranges: values of a seq range the head has passed, kept whatever the head ----------------------------
+
+SETTLED_SIZE = 48  # a Timeline page's rows are ~100-150 KB of markup: ~6 MB at most per process
+# (name, run pk, experiment, created_at, *extra) -> (made_with, value), least recently used first.
+_settled: OrderedDict[tuple[Hashable, ...], tuple[object, Any]] = OrderedDict()
+
+
+def settled(run: Run, name: str, upto: int, compute: Callable[[], T], *extra: Hashable, made_with: object) -> T:
+    """`compute()` of the run's events with seq <= `upto`, a prefix its head has passed (upto <= run.last_seq).
+
+    Those events never change (append-only, gap-free), so the value holds at every later head: it is kept per
+    key, not per head. `made_with` is the one input that can change meanwhile without being part of the key (the
+    known-secret matcher a rendering masked with: a secret learnt later makes a new matcher): the value is reused
+    only with that same object, held here so its identity cannot be recycled. A None from `compute` (the range
+    was not what the invariant says) is answered, not kept.
+    """
+    if upto > run.last_seq:
+        raise ValueError(f"seq {upto} is past the run's head {run.last_seq}: that range is not settled")
+    key = key_of(run, name, upto, *extra)
+    with _lock:
+        entry = _settled.get(key)
+        if entry is not None and entry[0] is made_with:
+            _settled.move_to_end(key)
+            return entry[1]  # type: ignore[no-any-return]
+    value = compute()
+    if value is None:
+        return value
+    with _lock:
+        _settled[key] = (made_with, value)
+        _settled.move_to_end(key)
+        while len(_settled) > SETTLED_SIZE:
+            _settled.popitem(last=False)
+    return value

@@ -52,10 +52,11 @@ class EventView:
 TS_NOTES = {"parent": "from its iteration", "mtime": "file time", "received": "received"}
 
 
-def present_events(experiment: Experiment, events: list[Event]) -> list[EventView]:
+def present_events(experiment: Experiment, events: list[Event], *, redactor: Any = None) -> list[EventView]:
     """Redacted, one-line-summarised events for templates (one redaction call for the whole page, no indenting:
-    pretty-printing every payload up front was most of the run page's server time)."""
-    redactor = redactor_for(experiment)
+    pretty-printing every payload up front was most of the run page's server time). `redactor`: the
+    experiment's masks when the caller has resolved them already."""
+    redactor = redactor or redactor_for(experiment)
     payloads = redactor.value([e.payload for e in events])
     # Kind and agent id are masked before anything is derived from them (the row's CSS class slugifies the
     # kind: a lower-cased secret would no longer be the text the last-line net looks for).

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from experiments import ledger_cache, presenters, run_charts, run_list, timeline_search
@@ -95,19 +96,26 @@ def run_detail(request: HttpRequest, experiment: Experiment, pk: int) -> HttpRes
         older = list(events.filter(seq__lt=before).order_by("-seq")[: PAGE + 1])
         page, has_older = older[:PAGE][::-1], len(older) > PAGE
         has_newer = bool(page) and events.filter(seq__gt=page[-1].seq).exists()
+    elif not is_filtered and after + PAGE <= run.last_seq and (settled := _settled_rows(experiment, run, after)) is not None:
+        # A page the head has passed: its rows never change, so their markup is kept (the run page's biggest cost).
+        rows, page = settled, None
+        first, last, has_older, has_newer = after + 1, after + PAGE, after > 0, after + PAGE < run.last_seq
     else:
         forward = _timeline_page(run, events.filter(seq__gt=after), after, is_filtered=is_filtered)
         page, has_newer = forward[:PAGE], len(forward) > PAGE
         has_older = bool(page) and (page[0].seq > 1 if not is_filtered else events.filter(seq__lt=page[0].seq).exists())
+    if page is not None:
+        rows = presenters.timeline_rows_markup(presenters.present_events(experiment, page))
+        first, last = (page[0].seq, page[-1].seq) if page else (None, None)
     context = {
         "run_tab": "timeline",
-        "events": presenters.present_events(experiment, page),
+        "timeline_rows": mark_safe(rows),  # noqa: S308 - every text in it is escaped by presenters._timeline_row
         "filters": {"kind": kind, "worker": worker, "iteration": "" if iteration is None else iteration, "text": text},
-        "next_after": page[-1].seq if page and has_newer else None,
-        "prev_before": page[0].seq if page and has_older else None,
+        "next_after": last if last is not None and has_newer else None,
+        "prev_before": first if first is not None and has_older else None,
         "newest_before": run.last_seq + 1 if has_newer else None,
         "jump_error": jump_error,
-        "last_seq": page[-1].seq if page else after,
+        "last_seq": last if last is not None else after,
         "is_live_tail": not has_newer and not is_filtered,
         "kinds": ["run.", "iteration.", "worker.", "tool.call", "metric.", "board.post", "digest", "state.", "log"],
         "workers": _workers_of(run),
@@ -152,6 +160,23 @@ def _timeline_page(run: Run, events: QuerySet[Event], after: int, *, is_filtered
             return page
         # Short of the head: a gap the invariant says cannot exist; read the page the general way.
     return list(events.order_by("seq")[: PAGE + 1])
+
+
+def _settled_rows(experiment: Experiment, run: Run, after: int) -> str | None:
+    """The Timeline rows after+1 … after+PAGE of a run whose head has passed them, rendered once per process and
+    kept (experiments/ledger_cache.settled): redacted with the experiment's masks of now (a secret learnt later is
+    a new matcher, hence a new rendering) in the current time zone. None when the range has a gap (rows written
+    around ingest): the page is then read the general way."""
+    redactor = presenters.redactor_for(experiment)
+
+    def render() -> str | None:
+        page = list(run.events.filter(seq__gt=after, seq__lte=after + PAGE).order_by("seq"))
+        if len(page) != PAGE:
+            return None
+        return presenters.timeline_rows_markup(presenters.present_events(experiment, page, redactor=redactor))
+
+    zone = timezone.get_current_timezone_name()
+    return ledger_cache.settled(run, "timeline_rows", after + PAGE, render, redactor.sensitive, zone, made_with=redactor.known)
 
 
 def _workers_of(run: Run) -> list[str]:

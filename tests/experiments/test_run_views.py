@@ -66,6 +66,37 @@ def test_timeline_pages_through_many_events(experiment, viewer):
     assert last.count('id="event-') == 50 and 'id="event-450"' in last
 
 
+def test_a_page_the_head_has_passed_is_rendered_once_and_kept_until_a_secret_is_learnt(experiment, viewer):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from experiments import ledger_cache
+    from state.secrets import learn_secrets
+
+    ledger_cache.clear()
+    run = make_run(experiment)
+    # A kind that is a credential nobody has learnt yet: the row's CSS class slugifies it (lower-cased, past the net).
+    hidden = "Zq7HiddenKindValue99"
+    append_events(run, [EventIn(kind=hidden if i == 3 else "log", dedupe_key=f"k{i}", payload={"msg": i}) for i in range(450)])
+    client = Client()
+    client.force_login(viewer)
+    with CaptureQueriesContext(connection) as cold:
+        first = page(client, run)
+    with CaptureQueriesContext(connection) as warm:
+        again = page(client, run)
+    rows = [body.split('id="timeline-rows"')[1].split("</tbody>")[0] for body in (first, again)]
+    assert rows[0] == rows[1] and first.count('id="event-') == 200 and "after=200" in first
+    assert f"kind-{hidden.lower()}" in first
+    read_events = [q["sql"] for q in warm.captured_queries if '"experiments_event"."payload"' in q["sql"]]
+    assert len(warm.captured_queries) < len(cold.captured_queries) and not read_events, read_events
+    learn_secrets(experiment_id=experiment.pk, values=[hidden])
+    masked = page(client, run)
+    assert hidden.lower() not in masked.lower() and masked.count('id="event-') == 200
+    # A page whose range the head has not passed is read each time (its rows may still grow).
+    tail = page(client, run, after="400")
+    assert tail.count('id="event-') == 50
+
+
 def test_timeline_pages_read_the_general_way_when_seqs_have_a_gap(experiment, viewer):
     # Ingest never leaves a gap (an unfiltered page reads its seq range); rows written around it still page.
     from experiments.models import Event
