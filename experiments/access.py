@@ -7,10 +7,11 @@ from functools import wraps
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db.models.expressions import RawSQL
 from django.http import Http404, HttpRequest, HttpResponse
 
 from experiments.models import Experiment, Membership, role_at_least
-from state.services_redaction import mark_in_scope
+from state.services_redaction import mark_in_scope, read_known_stamp
 
 
 def get_experiment_or_404(request: HttpRequest, slug: str) -> tuple[Experiment, str]:
@@ -18,17 +19,28 @@ def get_experiment_or_404(request: HttpRequest, slug: str) -> tuple[Experiment, 
     user = request.user
     if not user.is_authenticated:
         raise Http404("No such experiment.")
+    # One query for the experiment, the member's role and the freshness stamp of the experiment's known secrets
+    # (every page pays this look-up, and every page redacts).
+    stamp = RawSQL(KNOWN_STAMP_SQL, ())
     if user.is_staff:
-        experiment = Experiment.objects.filter(slug=slug).first()
+        experiment = Experiment.objects.filter(slug=slug).annotate(known_stamp=stamp).first()
         role: str | None = Membership.Role.OWNER
     else:
-        # One query for the experiment and the member's role (every page pays this look-up).
-        member = Membership.objects.filter(user=user, experiment__slug=slug).select_related("experiment").first()
+        member = Membership.objects.filter(user=user, experiment__slug=slug).select_related("experiment").annotate(known_stamp=stamp).first()
         experiment, role = (member.experiment, member.role) if member is not None else (None, None)
+        if member is not None:
+            experiment.known_stamp = member.known_stamp  # type: ignore[union-attr]
     if experiment is None:
         raise Http404("No such experiment.")
     assert role is not None
     return experiment, role
+
+
+# The experiment's known-secret stamp (state.secrets.STAMP_SQL) as a column of the look-up above.
+KNOWN_STAMP_SQL = (
+    "SELECT ARRAY[count(*), coalesce(max(k.id), 0)] FROM state_knownsecret k"
+    ' WHERE k.experiment_id = "experiments_experiment"."id"'
+)
 
 
 def experiment_view(role: str = Membership.Role.VIEWER) -> Callable[..., Callable[..., HttpResponse]]:
@@ -42,6 +54,7 @@ def experiment_view(role: str = Membership.Role.VIEWER) -> Callable[..., Callabl
                 raise PermissionDenied(f"Needs the {role} role on this experiment.")
             request.experiment_role = actual  # type: ignore[attr-defined]
             mark_in_scope(request, experiment)
+            read_known_stamp(experiment.pk, experiment.known_stamp)  # type: ignore[attr-defined]
             return view(request, experiment, *args, **kwargs)
 
         return wrapper

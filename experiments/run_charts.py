@@ -260,16 +260,18 @@ class ExperimentCharts:
     run_count: int
 
 
-def experiment_charts(experiment: Experiment, limit: int = 2000) -> ExperimentCharts:
+def experiment_charts(experiment: Experiment, limit: int = 2000, *, best: set[int] | None = None) -> ExperimentCharts:
     """Runs over time (duration, status, BEST per task), loss per task, and the review queue's flow per day.
 
     The newest `limit` runs: an experiment with years of runs charts its recent ones (the Runs tab lists them all).
+    `best`: the tasks' best run ids, when the caller has read them.
     """
     from experiments.humanize import human_duration
     from state.services_redaction import redact_text_for
 
     runs = list(experiment.runs.select_related("task").order_by("-created_at", "-pk")[:limit])[::-1]  # the newest, oldest first
-    best = set(experiment.tasks.exclude(best_run=None).values_list("best_run_id", flat=True))
+    if best is None:
+        best = set(experiment.tasks.exclude(best_run=None).values_list("best_run_id", flat=True))
     durations: dict[str, list[Point]] = defaultdict(list)
     losses: dict[str, list[Point]] = defaultdict(list)
     run_names = redact_text_for(experiment, "\n".join(r.run_id for r in runs)).split("\n") if runs else []

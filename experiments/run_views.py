@@ -66,7 +66,7 @@ def runs_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     if request.htmx and request.htmx.target == "run-list":
         return render(request, "experiments/runs_tab.html#run_list", context)
     # Charts of the newest CHART_RUNS runs: thousands of points make a heavy page and an unreadable chart.
-    context["experiment_charts"] = run_charts.experiment_charts(experiment, limit=CHART_RUNS)
+    context["experiment_charts"] = run_charts.experiment_charts(experiment, limit=CHART_RUNS, best=best)
     return render_tab(request, "experiments/runs_tab.html", context)
 
 

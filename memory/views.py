@@ -53,12 +53,16 @@ def _tab(request: HttpRequest, experiment: Experiment, subtab: str, **context: A
 @require_GET
 @experiment_view()
 def memory_tab(request: HttpRequest, experiment: Experiment) -> HttpResponse:
-    return long_term(request, experiment.slug)
+    return _long_term(request, experiment)  # the experiment is loaded and checked once
 
 
 @require_GET
 @experiment_view()
 def long_term(request: HttpRequest, experiment: Experiment) -> HttpResponse:
+    return _long_term(request, experiment)
+
+
+def _long_term(request: HttpRequest, experiment: Experiment) -> HttpResponse:
     current = current_long_term(experiment)
     shown = current
     if request.GET.get("v", "").isdigit():

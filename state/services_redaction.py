@@ -57,6 +57,15 @@ def known_secrets_checked_once() -> Iterator[None]:
         _view_known.reset(token)
 
 
+def read_known_stamp(experiment_id: int, stamp: Any) -> None:
+    """Inside a read-only view: the experiment's known-secret stamp (count, max id) that the view's own look-up read
+    (experiments.access), so its redaction needs no freshness query of its own. The response net still checks
+    after the view."""
+    memo = _view_known.get()
+    if memo is not None and experiment_id not in memo and isinstance(stamp, list | tuple) and len(stamp) == 2:
+        memo[experiment_id] = known_secrets_for(experiment_id, stamp=(int(stamp[0]), int(stamp[1])))
+
+
 def _known(experiment_id: int) -> KnownSecrets:
     memo = _view_known.get()
     if memo is None:
