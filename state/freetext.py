@@ -44,7 +44,9 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     # Round 12: Xhosa and Zulu `ngu`/`yi`, Sesotho and Setswana `ke`, Chichewa `ndi`, Tok Pisin `em`, Cebuano `kay`.
     r"|ngu|yi|ke|ndi|em|kay"
     # Round 13: Bengali `হলো`/`হল`/`হচ্ছে`, Hindi and Marathi `है`/`आहे`, Tamil `ஆகும்`.
-    r"|হলো|হল|হচ্ছে|है|आहे|ஆகும்)")
+    r"|হলো|হল|হচ্ছে|है|आहे|ஆகும்"
+    # Round 14: Estonian and Finnish `on`, Maltese `hija`/`huwa`, Irish `ná`, Zulu's `ithi` (it says).
+    r"|on|hija|huwa|ná|ithi)")
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -62,13 +64,15 @@ _JOIN = re.compile(
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
     r"""|(?P<is>[ \t]+""" + _COPULA + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
+    # Round 14: English's `is` contracted onto the name (`the password's …`), the apostrophe already skipped.
+    r"""|(?<=['’])s[ \t]+"""
     r"""|[ \t]*(?:：|是|为|為|係|は|는|은)[ \t]*"""
     # Round 13: Thai's, Lao's and Khmer's `is`, after what the credential is for, glued as those scripts write it
     # (`รหัสผ่านเข้าเครื่องเซิร์ฟเวอร์คือ …`).
     r"""|[\u0e00-\u0e7f]{0,60}?คือ[ \t]*|[\u0e80-\u0eff]{0,60}?(?:ແມ່ນ|ຄື)[ \t]*|[\u1780-\u17ff]{0,60}?(?:គឺ|គឺជា)[ \t]*)"""
     # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
     # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
-    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,4}?[ \t]+""" + _COPULA.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
@@ -864,7 +868,7 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
     return (_passphrase_words(value) or _glued_words(value)) and _AFTER_COPULA.search(text, max(end, value_start - 16), value_start) is not None
 
 
-_AFTER_COPULA = re.compile(r"[ \t]" + _COPULA + r"(?:[ \t]*:)?[ \t]+\Z")
+_AFTER_COPULA = re.compile(r"(?:[ \t]" + _COPULA + r"(?:[ \t]*:)?|['’]s)[ \t]+\Z")
 
 
 def _qualified_value(value: str) -> bool:
