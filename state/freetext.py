@@ -865,10 +865,18 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
     # or glued into a run longer than a word (`Lösenordet … är tangerineoysterwalnut`).
     if strong or text[start] == "-" or _looks_secret(value):
         return True
+    # Class (round 14): the same passphrase after a label's colon (`нууц үг: yodel.quokka.waffle`) or Armenian's `՝`.
     return (_passphrase_words(value) or _glued_words(value)) and _AFTER_COPULA.search(text, max(end, value_start - 16), value_start) is not None
 
 
-_AFTER_COPULA = re.compile(r"(?:[ \t]" + _COPULA + r"(?:[ \t]*:)?|['’]s)[ \t]+\Z")
+_AFTER_COPULA = re.compile(r"(?:[ \t]" + _COPULA + r"(?:[ \t]*:)?|['’]s|[ \t]*[:՝])[ \t]+\Z")
+# Class (round 14): a language that says `is` after the value (verb-final: Urdu `ہے`, Hindi `है`, Marathi `आहे`,
+# Gujarati `છે`, Persian `است`, Amharic `ነው`/`ናት`, Azerbaijani's and Turkish' `-dir` glued to it): the value between
+# the name and that copula, after at most three words in the name's own script (`رمز عبور موقت شما … است`).
+_FINAL_COPULA = re.compile(
+    r"(?:[ \t]+(?![A-Za-z])[^\W\d_]{1,20}){0,3}[ \t]+(?P<q>['\"«“]?)(?P<secret>[^\s'\"«»“”]{6,128}?)(?P=q)"
+    r"(?:[ \t]+(?:ہے|है|आहे|છે|است|ነው|ናት)|-(?:[dt][ıiuü]r))(?![^\W\d_])"
+)
 
 
 def _qualified_value(value: str) -> bool:
@@ -1007,6 +1015,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             announcing = False  # a wireless section's key is its passphrase (`wireless.radio0.key='…'`)
         if announcing and (not _announces(name) or _public(text, start, name)):
             continue
+        if not announcing and (final := _FINAL_COPULA.match(text, end)) is not None and _qualified_value(final.group("secret")):
+            yield final.span("secret")
         pair = None if announcing else _pair_value(text, start, end)
         after = _value_after(text, start, end)
         announced = _announced_after(text, end)
