@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import quopri
 import re
 
 from state.detector_switch import fail_closed_enabled
@@ -25,21 +24,9 @@ def detect_secrets(text: str, sensitive: frozenset[str], *, fail_closed: bool | 
     """Values in `text` that are credentials: under a sensitive name in any shape, in a known token format, and
     (fail-closed) any random-looking token that is in no harmless form."""
     found = text_secrets(text, sensitive)
-    if _QUOTED_PRINTABLE.search(text):
-        found |= {value for value in text_secrets(_decoded_qp(text), sensitive) if value in text}
     if fail_closed if fail_closed is not None else fail_closed_enabled():
         return with_fail_closed(text, sensitive, found)
     return learnable(found, sensitive)
-
-
-# Class (round 14): a mail body in quoted-printable (`das neue Passwort f=C3=BCr das Lager-Tablet lautet: …`): read
-# as its reader sees it too; a value found there is learnt when it stands as such in the text (a value with `=` in
-# it is encoded otherwise and is left to the fail-closed pass).
-_QUOTED_PRINTABLE = re.compile(r"(?i)content-transfer-encoding:[ \t]*quoted-printable")
-
-
-def _decoded_qp(text: str) -> str:
-    return quopri.decodestring(text.encode("utf-8", "surrogatepass")).decode("utf-8", "replace")
 
 
 def with_fail_closed(text: str, sensitive: frozenset[str], found: set[str]) -> set[str]:

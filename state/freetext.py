@@ -335,7 +335,7 @@ def _shared_form(sign: str, form: re.Pattern[str]) -> CredentialCommand:
 
 COMMANDS: tuple[CredentialCommand, ...] = (
     # Round 14: the password glued to `-p` in quotes too (`mysql -uroot -p'…'`).
-    _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"]?)(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?P=q)""",
+    _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
           r"[ \t]--password[ \t]+" + _VALUE),
     _tool("redis-cli", r"redis-cli", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
     _tool("sshpass", r"sshpass", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
