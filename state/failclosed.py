@@ -587,13 +587,11 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
     return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
 
 
-# Class (round 14): forms that are public or a name by design: a Stripe publishable key (`pk_test_…`, `pk_live_…`: it
-# ships in every page; the secret is `sk_`/`rk_`), a GnuPG key id after its algorithm (`ed25519/C00F100B49D2C0B4`), a
+# Class (round 14): forms that are a name by design: a GnuPG key id after its algorithm (`ed25519/C00F100B49D2C0B4`), a
 # dotted import path to a class (`django.contrib.auth.hashers.Argon2PasswordHasher`), a scrubbing rule's `@name`
 # (Sentry's `@password`).
 _PUBLIC_FORM = re.compile(
-    r"pk_(?:test|live)_[A-Za-z0-9]{16,256}"
-    r"|(?:rsa|dsa|elg|ed|cv|nistp|brainpoolP)\d{3,5}(?:r1)?/[0-9A-F]{8,16}"
+    r"(?:rsa|dsa|elg|ed|cv|nistp|brainpoolP)\d{3,5}(?:r1)?/[0-9A-F]{8,16}"
     r"|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*){2,}\.[A-Z][a-z]+(?:[A-Z0-9][a-z0-9]*)+"
     r"|@[a-z]+(?:[_:][a-z]+)*"
 )

@@ -4,8 +4,8 @@ more ways to say "the password is" (Estonian's `on`, Maltese `hija`, Irish `ná`
 language's copula (Urdu `ہے`, Hindi `है`, Persian `است`, Amharic `ነው`, Turkish `-dir`), a passphrase after a
 label's colon, mysql's `-p'…'`, LDIF's `::`, a two-column CSV row, a CSV header with `?`, `WPA2 Key:`, the wifi said
 for its password, a password set `to` its value, a quoted-printable mail body; and look-alikes never learnt (prose
-after those copulas, a remark in a credential column, a network's name, a setting's schedule, Stripe's publishable
-key, a GnuPG key id, a dotted import path, a scrubbing rule's `@name`). Each found class is read the same alone and
+after those copulas, a remark in a credential column, a network's name, a setting's schedule, a key named `pub_key`,
+a GnuPG key id, a dotted import path, a scrubbing rule's `@name`). Each found class is read the same alone and
 inside an event (a shell tool call's command, a log's message).
 """
 
@@ -79,7 +79,7 @@ NOT_FOUND = {
     "the wifi said for its state": "the wifi in the kitchen is down again\n",
     "a setting's schedule after set … to": "We set the password policy to rotate every 90 days\n",
     "mysql's -p alone": "mysql -uroot -p -h 127.0.0.1 shop\n",
-    "Stripe's publishable key": 'stripe_publishable_key = "pk_live_9Xq2Lm4Nz7Rt1Vb8Wc3Yd6Kp0Hs5Jf"\n',
+    "a key named public by its short form": '[live]\n  live_mode_pub_key = "pk_live_9Xq2Lm4Nz7Rt1Vb8Wc3Yd6Kp0Hs5JfW2e"\n',
     "a GnuPG key id": "sec   rsa4096/9A1C22E07F3B5D68 2025-02-11 [SC]\nssb   cv25519/4E7B1D90C2A8F355 2025-02-11 [E]\n",
     "a dotted import path": 'PASSWORD_HASHERS = ["myproject.auth.hashers.Scrypt2PasswordHasher"]\n',
     "a scrubbing rule's @name": '{"_meta": {"token": {"": {"rem": [["@password", "x", 0, 40]]}}}}\n',
