@@ -45,8 +45,9 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     r"|ngu|yi|ke|ndi|em|kay"
     # Round 13: Bengali `হলো`/`হল`/`হচ্ছে`, Hindi and Marathi `है`/`आहे`, Tamil `ஆகும்`.
     r"|হলো|হল|হচ্ছে|है|आहे|ஆகும்"
-    # Round 14: Estonian and Finnish `on`, Maltese `hija`/`huwa`, Irish `ná`, Zulu's `ithi` (it says).
-    r"|on|hija|huwa|ná|ithi)")
+    # Round 14: Maltese `hija`/`huwa`, Irish `ná`, Zulu's `ithi` (it says); Estonian's and Finnish' `on` only right
+    # after their words (`parool on …`, `salasana on …`: in English, `auth on node-12` is no copula).
+    r"|hija|huwa|ná|ithi|(?:(?<=arool )|(?<=alasana )|(?<=alasõna ))on)")
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
