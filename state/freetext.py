@@ -952,6 +952,7 @@ WIFI_SIGNS = {
     sign: re.compile(r"(?i)" + re.escape(sign) + r"(?:[\w.\-]{0,40}?key|\d?[ \t]+key\b|(?:[ \t]+[^\W\d_]{1,20}){0,5}[ \t]+(?:is|was)[ \t])")
     for sign in _WIFI_WORDS
 }
+_WIFI_SPELLINGS = ("wifi", "WiFi", "Wifi", "WIFI", "wi-fi", "Wi-Fi", "Wi-fi", "WI-FI")
 _WIFI_BEFORE = re.compile(r"(?i)(?:wireless|wi-?fi|wlan|wpa\d?)[ \t]+\Z")
 # Class (round 14): the wireless network said for its password (`the wifi at the cottage is Obeliskfjord9426.`): a
 # value of three kinds of characters (`Basalt7`, not `down`, `slow`, `ACME-5G`), not after a word that names the
@@ -1090,7 +1091,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         yield from _env_default_spans(text, sensitive)
     if " / " in text:
         yield from _login_pairs(text)
-    if "wifi" in text or "WiFi" in text or "Wifi" in text or "wi-fi" in text.lower():
+    if any(spelling in text for spelling in _WIFI_SPELLINGS):
         for said in _WIFI_IS.finditer(text):
             found = _bare_value(text, said.start("secret"))
             if found is not None and _password_like(text[found[0] : found[1]]):
