@@ -572,7 +572,7 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True
     if _SEALED.match(value) or _SETTING.fullmatch(value) or _STATUS.fullmatch(value) or _STATUS.fullmatch(value[:1].lower() + value[1:]):
         return True  # also a status in a sentence's case (`cat: …/admin.password: No such file or directory`)
-    if _CRYPT_HASH.fullmatch(value):
+    if _CRYPT_HASH.fullmatch(value) or _PUBLIC_FORM.fullmatch(value):
         return True
     if value.count(",") >= _ROW_COMMAS:
         return True
@@ -585,6 +585,16 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
     return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
+
+
+# Class (round 14): forms that are a name by design: a GnuPG key id after its algorithm (`ed25519/C00F100B49D2C0B4`), a
+# dotted import path to a class (`django.contrib.auth.hashers.Argon2PasswordHasher`), a scrubbing rule's `@name`
+# (Sentry's `@password`).
+_PUBLIC_FORM = re.compile(
+    r"(?:rsa|dsa|elg|ed|cv|nistp|brainpoolP)\d{3,5}(?:r1)?/[0-9A-F]{8,16}"
+    r"|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*){2,}\.[A-Z][a-z]+(?:[A-Z0-9][a-z0-9]*)+"
+    r"|@[a-z]+(?:[_:][a-z]+)*"
+)
 
 
 # Where a credential is kept, not the credential: a shell or compose variable and its messages, a Terraform

@@ -44,7 +44,10 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     # Round 12: Xhosa and Zulu `ngu`/`yi`, Sesotho and Setswana `ke`, Chichewa `ndi`, Tok Pisin `em`, Cebuano `kay`.
     r"|ngu|yi|ke|ndi|em|kay"
     # Round 13: Bengali `হলো`/`হল`/`হচ্ছে`, Hindi and Marathi `है`/`आहे`, Tamil `ஆகும்`.
-    r"|হলো|হল|হচ্ছে|है|आहे|ஆகும்)")
+    r"|হলো|হল|হচ্ছে|है|आहे|ஆகும்"
+    # Round 14: Maltese `hija`/`huwa`, Irish `ná`, Zulu's `ithi` (it says); Estonian's and Finnish' `on` only right
+    # after their words (`parool on …`, `salasana on …`: in English, `auth on node-12` is no copula).
+    r"|hija|huwa|ná|ithi|(?:(?<=arool )|(?<=alasana )|(?<=alasõna ))on)")
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -56,22 +59,30 @@ _JOIN = re.compile(
     # A network device's type of the secret after its name (`password 0 x`, `key 7 0822…`: IOS, NX-OS, EOS).
     r"""|(?P<ios>[ \t]+[07][ \t]+(?=\S))"""
     r"""|(?P<cell>[ \t]*\|[ \t]*)"""
+    # Round 14: a two-column table's row, the name quoted then its value quoted last on the line (a device's CSV
+    # export, `"LDAP Password","…"`).
+    r"""|(?P<csv>[ \t]*[,;\t][ \t]*(?="[^"\n]+"[ \t]*(?:\r?\n|\Z)))"""
     # A label's colon, then the markup that closes the label and opens its value (a Word document's runs,
     # `Password: </w:t></w:r><w:r><w:t>…`; HTML's `<b>Password:</b> …`, `<td>Password:</td><td>…`).
     r"""|(?P<markup>[ \t]*:[ \t]*(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}(?=[^\s<]))"""
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
     r"""|(?P<is>[ \t]+""" + _COPULA + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
+    # Round 14: English's `is` contracted onto the name (`the password's …`), the apostrophe already skipped.
+    r"""|(?<=['’])s[ \t]+"""
+    # Round 14: LDIF's `::`, a base64 value (`userPassword:: e2NyeXB0fQ==`).
+    r"""|::[ \t]+"""
     r"""|[ \t]*(?:：|是|为|為|係|は|는|은)[ \t]*"""
     # Round 13: Thai's, Lao's and Khmer's `is`, after what the credential is for, glued as those scripts write it
     # (`รหัสผ่านเข้าเครื่องเซิร์ฟเวอร์คือ …`).
     r"""|[\u0e00-\u0e7f]{0,60}?คือ[ \t]*|[\u0e80-\u0eff]{0,60}?(?:ແມ່ນ|ຄື)[ \t]*|[\u1780-\u17ff]{0,60}?(?:គឺ|គឺជា)[ \t]*)"""
     # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
     # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
-    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,4}?[ \t]+""" + _COPULA.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
+_CSV_NAME_CELL = re.compile(r'[ \t]*"[^",\n]{0,40}')
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
 # An SQL string literal: a national or escape prefix (`N'…'`, `E'…'`), a quote written twice inside (`'it''s'`).
 _SQL_STRING = re.compile(r"[NnEe]?'((?:[^'\n]|''){1,4096})'(?!')")
@@ -324,7 +335,9 @@ def _shared_form(sign: str, form: re.Pattern[str]) -> CredentialCommand:
 
 
 COMMANDS: tuple[CredentialCommand, ...] = (
-    _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"[ \t]-p(?P<secret>[^\s'\"-][^\s'\"]*)", r"[ \t]--password[ \t]+" + _VALUE),
+    # Round 14: the password glued to `-p` in quotes too (`mysql -uroot -p'…'`).
+    _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
+          r"[ \t]--password[ \t]+" + _VALUE),
     _tool("redis-cli", r"redis-cli", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
     _tool("sshpass", r"sshpass", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
     _tool("curl", r"curl", r"[ \t](?:-u|--user|-U|--proxy-user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
@@ -632,10 +645,16 @@ def random_token_near(text: str, pos: int) -> bool:
     return _SWITCHY.search(window.translate(_GATE_KINDS)) is not None
 
 
+_PUB_WORD = re.compile(r"(?:^|_)(?:pub|publishable)_?key$|^pubkey$")
+
+
 def _public(text: str, start: int, name: str) -> bool:
     """A public key, signature or key id (`public_key`, `publicKey`, `public key: …`, the armor of a signature or
     certificate: `-----BEGIN SSH SIGNATURE-----`) announces nothing secret."""
     if "public" in normalise_key(name) or text[max(0, start - 8) : start].rstrip(" \t_-").lower().endswith("public"):
+        return True
+    # Round 14: its short forms as a word of the name (`test_mode_pub_key`, `publishableKey`, `pubkey`).
+    if _PUB_WORD.search(normalise_key(name)):
         return True
     line_start = text.rfind("\n", max(0, start - 80), start) + 1
     label = text[line_start:start]
@@ -810,6 +829,11 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         typed = _TYPED_STRING.match(text, at)
         if typed:
             return typed.start(2), typed.end(2), False
+    if kind == "csv":
+        if text[pos - 1] != '"' or not _CSV_NAME_CELL.fullmatch(_line_before(text, name_start)):
+            return None
+        quoted = _QUOTED_VALUE.match(text, at)
+        return (quoted.start(2), quoted.end(2), False) if quoted else None
     if kind == "qual":
         quoted = _QUOTED_VALUE.match(text, at)
         found = quoted.span(2) if quoted else _bare_value(text, at)
@@ -861,10 +885,18 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
     # or glued into a run longer than a word (`Lösenordet … är tangerineoysterwalnut`).
     if strong or text[start] == "-" or _looks_secret(value):
         return True
+    # Class (round 14): the same passphrase after a label's colon (`нууц үг: yodel.quokka.waffle`) or Armenian's `՝`.
     return (_passphrase_words(value) or _glued_words(value)) and _AFTER_COPULA.search(text, max(end, value_start - 16), value_start) is not None
 
 
-_AFTER_COPULA = re.compile(r"[ \t]" + _COPULA + r"(?:[ \t]*:)?[ \t]+\Z")
+_AFTER_COPULA = re.compile(r"(?:[ \t]" + _COPULA + r"(?:[ \t]*:)?|['’]s|[ \t]*[:՝])[ \t]+\Z")
+# Class (round 14): a language that says `is` after the value (verb-final: Urdu `ہے`, Hindi `है`, Marathi `आहे`,
+# Gujarati `છે`, Persian `است`, Amharic `ነው`/`ናት`, Azerbaijani's and Turkish' `-dir` glued to it): the value between
+# the name and that copula, after at most three words in the name's own script (`رمز عبور موقت شما … است`).
+_FINAL_COPULA = re.compile(
+    r"(?:[ \t]+(?![A-Za-z])[^\W\d_]{1,20}){0,3}[ \t]+(?P<q>['\"«“]?)(?P<secret>[^\s'\"«»“”]{6,128}?)(?P=q)"
+    r"(?:[ \t]+(?:ہے|है|आहे|છે|است|ነው|ናት)|-(?:[dt][ıiuü]r))(?![^\W\d_])"
+)
 
 
 def _qualified_value(value: str) -> bool:
@@ -914,7 +946,25 @@ _SEED_WORDS = re.compile(r"[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![\w'-])")
 # for the gate, each sign with the test that a key follows it in the same name.
 _WIFI_WORDS = ("wireless", "wifi", "wi-fi", "wlan", "wpa")
 _WIFI = re.compile(r"(?i)" + "|".join(map(re.escape, _WIFI_WORDS)))
-WIFI_SIGNS = {sign: re.compile(r"(?i)" + re.escape(sign) + r"[\w.\-]{0,40}?key") for sign in _WIFI_WORDS}
+# Round 14: the word apart from the key (`WPA2 Key:`, `WLAN-Schlüssel /WPA2 Key:`), and the network said for its
+# password (`the wifi at the cottage is …`).
+WIFI_SIGNS = {
+    sign: re.compile(r"(?i)" + re.escape(sign) + r"(?:[\w.\-]{0,40}?key|\d?[ \t]+key\b|(?:[ \t]+[^\W\d_]{1,20}){0,5}[ \t]+(?:is|was)[ \t])")
+    for sign in _WIFI_WORDS
+}
+_WIFI_SPELLINGS = ("wifi", "WiFi", "Wifi", "WIFI", "wi-fi", "Wi-Fi", "Wi-fi", "WI-FI")
+_WIFI_BEFORE = re.compile(r"(?i)(?:wireless|wi-?fi|wlan|wpa\d?)[ \t]+\Z")
+# Class (round 14): the wireless network said for its password (`the wifi at the cottage is Obeliskfjord9426.`): a
+# value of three kinds of characters (`Basalt7`, not `down`, `slow`, `ACME-5G`), not after a word that names the
+# network itself (`the wifi network is …`, `wifi name`, `SSID`).
+_WIFI_IS = re.compile(
+    r"(?i:\bwi-?fi\b)(?:[ \t]+(?!(?i:network|name|ssid|called|named|router|signal)\b)[^\W\d_]{1,20}){0,5}[ \t]+(?:is|was)[ \t]+"
+    r"(?P<secret>[^\s'\"<>]{6,128})"
+)
+# Class (round 14): a password set to its value (`I changed the admin password on the router to …`): a verb of
+# setting before the name on its line, then `to` after what it is for; the value must look like a credential.
+_SET_VERB = re.compile(r"(?i)\b(?:chang|set|reset|updat|rotat|switch)\w*\b")
+_SET_TO = re.compile(r"(?:[ \t]+(?!to\b)[^\W\d_]{1,20}){0,6}[ \t]+to[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)")
 # A last-word name glued to the word before it (`FTPPASS`, `remotepass`, `adminpw`): a word of letters, not a word of
 # prose (`bypass`, `compass`, `surpass`, `trespass`).
 _GLUED = re.compile(r"[A-Za-z]{2,20}?(?:pass|pw|PASS|PW)")
@@ -999,10 +1049,15 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             if glued is not None:
                 yield glued
             continue
-        if announcing and _WIFI.search(name):
+        if announcing and (_WIFI.search(name) or _WIFI_BEFORE.search(text, max(0, start - 12), start)):
             announcing = False  # a wireless section's key is its passphrase (`wireless.radio0.key='…'`)
         if announcing and (not _announces(name) or _public(text, start, name)):
             continue
+        if not announcing and (final := _FINAL_COPULA.match(text, end)) is not None and _qualified_value(final.group("secret")):
+            yield final.span("secret")
+        if not announcing and (set_to := _SET_TO.match(text, end)) is not None and _qualified_value(set_to.group("secret")):
+            if _SET_VERB.search(_line_before(text, start)[-80:]):
+                yield set_to.span("secret")
         pair = None if announcing else _pair_value(text, start, end)
         after = _value_after(text, start, end)
         announced = _announced_after(text, end)
@@ -1036,6 +1091,11 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         yield from _env_default_spans(text, sensitive)
     if " / " in text:
         yield from _login_pairs(text)
+    if any(spelling in text for spelling in _WIFI_SPELLINGS):
+        for said in _WIFI_IS.finditer(text):
+            found = _bare_value(text, said.start("secret"))
+            if found is not None and _password_like(text[found[0] : found[1]]):
+                yield found
 
 
 # What a browser test or an agent types into a page's field: Selenium's `send_keys`, Playwright's `fill`/`type`/
@@ -1072,7 +1132,7 @@ def _env_default_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[i
             yield match.span("secret")
 
 
-_HEADER_CELL = re.compile(r"[A-Za-z][\w .\-]{0,40}")
+_HEADER_CELL = re.compile(r"[A-Za-z][\w .\-]{0,40}\??")  # round 14: a question's mark (`Done?`)
 _TABLE_DELIMITERS = ",\t;:"
 
 
@@ -1103,7 +1163,8 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
                 for k, cell in enumerate(cells):
                     at = lines[j].index(cell, at - starts[j]) + starts[j] if delimiter == "\t" else at
                     value = cell.strip().strip("\"'")
-                    if k in columns and value:
+                    # Round 14: a remark in parentheses where the value would be (`(sent via 1Password)`) holds none.
+                    if k in columns and value and not (value[0] == "(" and value[-1] == ")" and " " in value):
                         begin = at + cell.index(value)
                         yield begin, begin + len(value)
                     at += len(cell) + 1

@@ -18,6 +18,7 @@ import bisect
 import html
 import itertools
 import json
+import quopri
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -570,6 +571,17 @@ def _rereadings(text: str, sensitive: frozenset[str]) -> Iterator[tuple[str, fro
     folded = unmarked(text)  # a credential word with marks the names do not carry (`ọ̀rọ̀ aṣínà`, a ZWNJ inside a word)
     if folded is not None:
         yield folded, unmarked_names(sensitive)
+    if "uoted-printable" in text and _QUOTED_PRINTABLE.search(text):
+        yield _decoded_qp(text), sensitive
+
+
+# Class (round 14): a mail body in quoted-printable (`das neue Passwort f=C3=BCr das Lager-Tablet lautet: …`): read as
+# its reader sees it too; what is found there is learnt where it stands as such in the text.
+_QUOTED_PRINTABLE = re.compile(r"(?i)content-transfer-encoding:[ \t]*quoted-printable")
+
+
+def _decoded_qp(text: str) -> str:
+    return quopri.decodestring(text.encode("utf-8", "surrogatepass")).decode("utf-8", "replace")
 
 
 def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:

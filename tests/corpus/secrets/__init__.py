@@ -17,8 +17,9 @@ spent, by an author who read no detector file; read in round 11 to find that rou
 eleventh, written in round 11 by an author who read no detector file; kept blind in round 11, read in round 12 to
 find that round's classes) and `holdout12` (a twelfth, written in round 12 by an author who read no detector file;
 kept blind in round 12, read in round 13 to find that round's classes) and `holdout13` (a thirteenth, written in
-round 13 by an author who read no detector file; kept blind: its figures are printed, its misses never listed) and
-`holdout14` (a fourteenth, written in round 14 by an author who read no detector file; kept blind as HOLDOUT13 is).
+round 13 by an author who read no detector file; kept blind in round 13, read in round 14 to find that round's
+classes) and `holdout14` (a fourteenth, written in round 14 by an author who read no detector file; kept blind: its
+figures are printed, its misses never listed).
 """
 
 from __future__ import annotations
