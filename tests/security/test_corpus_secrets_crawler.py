@@ -2,7 +2,7 @@
 
 A real delegation loop's workers return TUNE and HOLDOUT documents (shell sessions, config files, markup, HTTP
 traces, tables, next-line values) as free text under harmless keys, a worker writes some to the daily log
-through the memory API, and more arrive pushed as tool calls and logs (the blind parts HOLDOUT2 to HOLDOUT13
+through the memory API, and more arrive pushed as tool calls and logs (the blind parts HOLDOUT2 to HOLDOUT14
 too); a real DAG runs beside it. Then a viewer crawls every page, fragment, API answer and run socket, and a
 `memory:read` token searches and recalls: no TUNE or HOLDOUT value may be visible in any escaped form, and no
 blind value beyond what the detector misses in the document alone. The figure per part is printed
@@ -40,6 +40,7 @@ from tests.corpus.secrets.holdout10 import generate as holdout10
 from tests.corpus.secrets.holdout11 import generate as holdout11
 from tests.corpus.secrets.holdout12 import generate as holdout12
 from tests.corpus.secrets.holdout13 import generate as holdout13
+from tests.corpus.secrets.holdout14 import generate as holdout14
 from tests.corpus.secrets.tune import generate as tune
 from tests.factories import PASSWORD, make_experiment, make_member, make_token
 from tests.proofkit import login_cookie
@@ -48,13 +49,14 @@ from tests.security.surfaces import surfaces_for_a_viewer, token_answers, websoc
 pytestmark = [pytest.mark.interop, pytest.mark.django_db(transaction=True)]
 
 PUSH_RUN = "2026-11-25_09-00-00_corpus"
+PUSH_BATCH = 250
 TUNE_DOCS = [d for d in tune.documents(seed=4711, per_shape=2) if d.secrets]
 HOLDOUT_DOCS = [d for d in holdout.documents(seed=8086) if d.secrets]
 # Written blind later, each after the part before it was spent on the detector: what it misses is what the
 # design misses on text nobody tuned against (docs/redaction.md).
 BLIND_DOCS = {
     part.upper(): [d for d in module.documents() if d.secrets]
-    for part, module in (("holdout2", holdout2), ("holdout3", holdout3), ("holdout4", holdout4), ("holdout5", holdout5), ("holdout6", holdout6), ("holdout7", holdout7), ("holdout8", holdout8), ("holdout9", holdout9), ("holdout10", holdout10), ("holdout11", holdout11), ("holdout12", holdout12), ("holdout13", holdout13))
+    for part, module in (("holdout2", holdout2), ("holdout3", holdout3), ("holdout4", holdout4), ("holdout5", holdout5), ("holdout6", holdout6), ("holdout7", holdout7), ("holdout8", holdout8), ("holdout9", holdout9), ("holdout10", holdout10), ("holdout11", holdout11), ("holdout12", holdout12), ("holdout13", holdout13), ("holdout14", holdout14))
 }
 
 
@@ -108,9 +110,12 @@ def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_
     events += [{"kind": "tool.call", "agent_id": "operator", "idempotency_key": f"b{i}",
                 "payload": {"tool": "shell", "args": {"command": doc.text}}} for i, doc in enumerate(blind[0::2])]  # fmt: skip
     events += [{"kind": "log", "idempotency_key": f"bl{i}", "payload": {"msg": doc.text}} for i, doc in enumerate(blind[1::2])]
-    pushed = requests.post(f"{server.url}/api/v1/ingest", json={"run_id": PUSH_RUN, "events": events},
-                           headers={"Authorization": f"Bearer {token}"}, timeout=60)  # fmt: skip
-    assert pushed.status_code == 200, pushed.text
+    # In batches as an agent pushes (one request for every part's ~3,500 documents ran past its timeout on a busy
+    # machine: each batch learns, scans and projects hundreds of documents).
+    for start in range(0, len(events), PUSH_BATCH):
+        pushed = requests.post(f"{server.url}/api/v1/ingest", json={"run_id": PUSH_RUN, "events": events[start : start + PUSH_BATCH]},
+                               headers={"Authorization": f"Bearer {token}"}, timeout=60)  # fmt: skip
+        assert pushed.status_code == 200, pushed.text
     call_command("awp_embed", "--experiment", experiment.slug, stdout=io.StringIO(), stderr=io.StringIO())
     runs = list(Run.objects.filter(experiment=experiment).order_by("pk"))
     # The values really are stored raw: the crawl is not vacuous.
