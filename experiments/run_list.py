@@ -81,7 +81,8 @@ def runs_page(experiment: Experiment, *, q: str = "", status: str = "", sort: st
               after: str = "", before: str = "", size: int = PAGE_SIZE) -> RunPage:  # fmt: skip
     """One page of the experiment's runs for the Runs tab."""
     sort = sort if sort in SORTS else "started"
-    runs: QuerySet[Run] = experiment.runs.select_related("task", "experiment")
+    # Not joined to the experiment: every row would carry (and decode) its protocol; the rows get this one.
+    runs: QuerySet[Run] = experiment.runs.select_related("task")
     is_flat = bool(q or status)
     if status:
         runs = runs.filter(status=status)
@@ -116,6 +117,8 @@ def runs_page(experiment: Experiment, *, q: str = "", status: str = "", sort: st
     is_first = cursor is None or (backwards and not has_more)
     next_cursor = encode_cursor(sort, page[-1]) if page and (has_more or backwards) else None
     prev_cursor = encode_cursor(sort, page[0]) if page and not is_first else None
+    for run in page:
+        run.experiment = experiment
     rows = [(0, run) for run in page] if is_flat else _with_children(page)
     return RunPage(rows=rows, total=total, next_cursor=next_cursor, prev_cursor=prev_cursor, is_first=is_first)
 
@@ -136,15 +139,16 @@ def _with_children(roots: list[Run]) -> list[tuple[int, Run]]:
     """Each root followed by its sub-manager runs (depth-first, by start), indented by depth."""
     if not roots:
         return []
-    experiment_id = roots[0].experiment_id
+    experiment = roots[0].experiment
     descendants: dict[int, list[Run]] = {}
     frontier = [r.pk for r in roots]
     for _ in range(4):  # sub-manager runs nest a few levels deep at most
-        children = list(Run.objects.select_related("task", "experiment").filter(experiment_id=experiment_id, parent_id__in=frontier)
+        children = list(Run.objects.select_related("task").filter(experiment_id=experiment.pk, parent_id__in=frontier)
                         .order_by("created_at", "pk")[: CHILDREN_PER_ROOT * len(frontier)])  # fmt: skip
         if not children:
             break
         for child in children:
+            child.experiment = experiment
             descendants.setdefault(child.parent_id or 0, []).append(child)
         frontier = [c.pk for c in children]
     out: list[tuple[int, Run]] = []

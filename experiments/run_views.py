@@ -33,8 +33,11 @@ def render_run_tab(request: HttpRequest, experiment: Experiment, run: Run, templ
 
 
 def _run(experiment: Experiment, pk: int) -> Run:
+    # The experiment is the one the access check loaded (no second copy of it, its protocol decoded again).
+    run = get_object_or_404(experiment.runs.select_related("parent", "task"), pk=pk)
+    run.experiment = experiment
     # Masked before truncation in the header: a cut secret would otherwise escape the output net.
-    return presenters.mask_run_text(get_object_or_404(experiment.runs.select_related("experiment", "parent", "task"), pk=pk))
+    return presenters.mask_run_text(run)
 
 
 def _int(value: str | None) -> int | None:
