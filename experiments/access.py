@@ -11,6 +11,7 @@ from django.db.models.expressions import RawSQL
 from django.http import Http404, HttpRequest, HttpResponse
 
 from experiments.models import Experiment, Membership, role_at_least
+from state.secrets import STAMP_SQL
 from state.services_redaction import mark_in_scope, read_known_stamp
 
 
@@ -36,11 +37,9 @@ def get_experiment_or_404(request: HttpRequest, slug: str) -> tuple[Experiment, 
     return experiment, role
 
 
-# The experiment's known-secret stamp (state.secrets.STAMP_SQL) as a column of the look-up above.
-KNOWN_STAMP_SQL = (
-    "SELECT ARRAY[count(*), coalesce(max(k.id), 0)] FROM state_knownsecret k"
-    ' WHERE k.experiment_id = "experiments_experiment"."id"'
-)
+# The experiment's known-secret stamp as a column of the look-up above: state.secrets.STAMP_SQL, correlated with
+# the experiment's row (inside the subquery, `id` and `experiment_id` are the known secret's own columns).
+KNOWN_STAMP_SQL = STAMP_SQL.replace("%s", '"experiments_experiment"."id"')
 
 
 def experiment_view(role: str = Membership.Role.VIEWER) -> Callable[..., Callable[..., HttpResponse]]:

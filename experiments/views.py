@@ -15,6 +15,7 @@ from experiments.access import experiment_view
 from experiments.forms import ExperimentCreateForm, ProtocolForm
 from experiments.models import Experiment, Membership, Run, role_at_least
 from memory.curation.badge import pending_count, with_pending_counts
+from memory.curation.models import Proposal
 
 
 def render_tab(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
@@ -36,9 +37,9 @@ def _read_tab_counts(experiment: Experiment) -> int:
     experiment as its running_run_count)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT (SELECT count(*) FROM curation_proposal WHERE experiment_id = %s AND status = 'pending'),"
+            "SELECT (SELECT count(*) FROM curation_proposal WHERE experiment_id = %s AND status = %s),"
             " (SELECT count(*) FROM experiments_run WHERE experiment_id = %s AND status = %s)",
-            [experiment.pk, experiment.pk, Run.Status.RUNNING],
+            [experiment.pk, Proposal.Status.PENDING, experiment.pk, Run.Status.RUNNING],
         )
         pending, running = cursor.fetchone()
     experiment.__dict__["running_run_count"] = running  # the cached_property's value
