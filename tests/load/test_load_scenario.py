@@ -1,6 +1,7 @@
 """Load: 200 concurrent page users (logged in, browsing with think time) plus steady ingest, on loopback.
 
-Zero 5xx and zero transport errors; p50/p95 per page are printed (figures, not assertions).
+Zero 5xx and zero transport errors; p50/p95 per page are printed (figures, not assertions). Each page user keeps
+one keep-alive connection (bench.common.LoopbackPage: the clients cost the shared cores next to nothing).
 AWP_LOAD_SECONDS sets the duration (default 8 s for `make test`; e.g. 300 for the full scenario):
 
     AWP_LOAD_SECONDS=300 .venv/bin/python -m pytest tests/load/test_load_scenario.py -s
@@ -18,7 +19,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from bench.common import percentile
+from bench.common import LoopbackPage, percentile
 from tests.factories import make_experiment, make_member, make_token
 from tests.proofkit import log_events, push, run_start
 
@@ -39,49 +40,47 @@ def session_cookies(users: list[object]) -> list[str]:
 
 
 async def scenario(base: str, cookies: list[str], pages: list[tuple[str, dict[str, str]]], token: str) -> dict[str, object]:
-    import httpx
-
     latencies: dict[str, list[float]] = defaultdict(list)
     statuses: dict[int, int] = defaultdict(int)
     errors: list[str] = []
     ingested = 0
     deadline = time.monotonic() + SECONDS
-    limits = httpx.Limits(max_connections=USERS + 10, max_keepalive_connections=USERS + 10)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as http:
 
-        async def page_user(n: int) -> None:
-            rng = random.Random(n)
-            headers_base = {"Cookie": cookies[n % len(cookies)]}
-            await asyncio.sleep(rng.uniform(0, 3))  # users arrive over the first seconds
-            while time.monotonic() < deadline:
-                name, headers = pages[rng.randrange(len(pages))]
-                started = time.perf_counter()
-                try:
-                    response = await http.get(name, headers={**headers_base, **headers})
-                except httpx.HTTPError as exc:
-                    errors.append(f"{name}: {type(exc).__name__}")
-                else:
-                    statuses[response.status_code] += 1
-                    if response.status_code >= 500:
-                        errors.append(f"{name}: {response.status_code} {response.text[:300]}")
-                    latencies[name.split("?")[0]].append(time.perf_counter() - started)
-                await asyncio.sleep(rng.uniform(1.0, 3.0))  # think time
+    async def page_user(n: int) -> None:
+        rng = random.Random(n)
+        headers_base = {"Cookie": cookies[n % len(cookies)]}
+        connection = LoopbackPage(base)  # one keep-alive connection per user, as a browser keeps
+        await asyncio.sleep(rng.uniform(0, 3))  # users arrive over the first seconds
+        while time.monotonic() < deadline:
+            name, headers = pages[rng.randrange(len(pages))]
+            started = time.perf_counter()
+            try:
+                status, body = await asyncio.wait_for(connection.get(name, {**headers_base, **headers}), timeout=120)
+            except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+                errors.append(f"{name}: {type(exc).__name__}")
+            else:
+                statuses[status] += 1
+                if status >= 500:
+                    errors.append(f"{name}: {status} {body[:300]!r}")
+                latencies[name.split("?")[0]].append(time.perf_counter() - started)
+            await asyncio.sleep(rng.uniform(1.0, 3.0))  # think time
+        connection.close()
 
-        async def ingester() -> None:
-            nonlocal ingested
-            batch = 0
-            while time.monotonic() < deadline:
-                events = log_events(INGEST_BATCH, start=batch * INGEST_BATCH, prefix="load")
-                response = await asyncio.to_thread(push, base, token, "load-run", events)
-                statuses[response.status_code] += 1
-                if response.status_code == 200:
-                    ingested += INGEST_BATCH
-                else:
-                    errors.append(f"ingest {response.status_code}: {response.text[:200]}")
-                batch += 1
-                await asyncio.sleep(INGEST_EVERY)
+    async def ingester() -> None:
+        nonlocal ingested
+        batch = 0
+        while time.monotonic() < deadline:
+            events = log_events(INGEST_BATCH, start=batch * INGEST_BATCH, prefix="load")
+            response = await asyncio.to_thread(push, base, token, "load-run", events)
+            statuses[response.status_code] += 1
+            if response.status_code == 200:
+                ingested += INGEST_BATCH
+            else:
+                errors.append(f"ingest {response.status_code}: {response.text[:200]}")
+            batch += 1
+            await asyncio.sleep(INGEST_EVERY)
 
-        await asyncio.gather(ingester(), *(page_user(n) for n in range(USERS)))
+    await asyncio.gather(ingester(), *(page_user(n) for n in range(USERS)))
     return {"latencies": latencies, "statuses": dict(statuses), "errors": errors, "ingested": ingested}
 
 
