@@ -199,6 +199,16 @@ def unmarked_names(sensitive: frozenset[str]) -> frozenset[str]:
 
 def sensitive_set(names: Iterable[str]) -> frozenset[str]:
     """Normalise a list of sensitive field names for `redact`."""
+    listed = tuple(names)
+    try:
+        return _normalised(listed)
+    except TypeError:  # an unhashable entry: normalised as it comes, not kept
+        return frozenset(normalise_key(name) for name in listed if name)
+
+
+@lru_cache(maxsize=256)
+def _normalised(names: tuple[str, ...]) -> frozenset[str]:
+    # The same few lists (the settings' names, an experiment's protocol) come back on every log line and page.
     return frozenset(normalise_key(name) for name in names if name)
 
 
