@@ -113,11 +113,13 @@ render_seconds: dict[int, float] = {}
 
 def render_run_range(run_pk: int, after: int, upto: int, viewer: Viewer) -> tuple[int, str]:
     """OOB fragments for the run's events after < seq <= upto, as this viewer may see them."""
-    from state.services_redaction import known_secrets_checked_once
+    from experiments.fragments import frame_run
+    from state.services_redaction import known_secrets_checked_once, read_known_stamp
 
-    run = Run.objects.select_related("experiment").get(pk=run_pk)
+    run = frame_run(run_pk)
     events = list(Event.objects.filter(run_id=run_pk, seq__gt=after, seq__lte=upto).order_by("seq"))
     with known_secrets_checked_once():  # the renderers check the secrets once; the frame's net checks again
+        read_known_stamp(run.experiment_id, run.known_stamp)  # read with the run: no query of their own
         return upto, "".join(render_run_fragments(run, events, viewer))
 
 

@@ -3,15 +3,18 @@ and re-rendered run rows / experiment rows. Same partials as the pages, redacted
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 from django.db.models import Count, Max
+from django.db.models.expressions import RawSQL
 from django.template.loader import render_to_string
 
 from awp_site.live import Viewer, register_experiment_fragment, register_run_fragment
 from experiments import presenters, run_charts
 from experiments.models import Event, Experiment, IngestProblem, Run
+from state.secrets import STAMP_SQL
 from state.services_redaction import redact_for
 
 
@@ -25,9 +28,20 @@ def timeline_rows(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
     return _oob_tbody("timeline-rows", [presenters.timeline_rows_markup(views)] if views else [])
 
 
+def frame_run(run_pk: int) -> Run:
+    """The run as a live frame's fragments read it, in one statement: its experiment, its parent and how many
+    ingest problems it has (a frame read the run twice and counted its problems apart; most runs have none), and
+    the freshness stamp of the experiment's known secrets for the frame's redaction (state.secrets.STAMP_SQL)."""
+    runs = Run._meta.db_table
+    problems = RawSQL(f"SELECT count(*) FROM {IngestProblem._meta.db_table} WHERE run_id = {runs}.id", ())
+    stamp = RawSQL(STAMP_SQL.replace("%s", f"{runs}.experiment_id"), ())
+    return Run.objects.select_related("experiment", "parent").annotate(problem_count=problems, known_stamp=stamp).get(pk=run_pk)
+
+
 def run_header(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
-    fresh = presenters.mask_run_text(Run.objects.select_related("experiment", "parent").get(pk=run.pk))
-    context = {"run": fresh, "oob": True, "budget_bars": presenters.budget_bars(fresh), "problem_count": fresh.ingest_problems.count()}
+    fresh = run if hasattr(run, "problem_count") else frame_run(run.pk)  # read for this frame, or read now
+    shown = presenters.mask_run_text(copy.copy(fresh))  # masked for display; the frame's other fragments keep theirs
+    context = {"run": shown, "oob": True, "budget_bars": presenters.budget_bars(shown), "problem_count": fresh.problem_count}
     return [render_to_string("experiments/_run_header.html", context)]
 
 
@@ -72,7 +86,7 @@ def digest_items(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
 def problem_rows(run: Run, events: list[Event], viewer: Viewer) -> list[str]:
     # Problems are not ledger events: show those recorded since the first of these events was written.
     since = min(e.recorded_at for e in events) if events else None
-    if since is None:
+    if since is None or getattr(run, "problem_count", None) == 0:  # a run read for this frame with none: no query
         return []
     problems = IngestProblem.objects.filter(run=run, created_at__gte=since).order_by("created_at")[:50]
     return _oob_tbody("problem-rows", [render_to_string("experiments/_problem_row.html", {"p": p}) for p in problems])
