@@ -16,9 +16,8 @@ from typing import Any
 from urllib.parse import quote
 
 from django.db import connection
-from django.db.models import Count
-from django.db.models.functions import TruncDate
 from django.urls import reverse
+from django.utils import timezone
 
 from experiments import ledger_cache
 from experiments.charts import Chart, Point, Series, fmt_number, line_chart
@@ -298,11 +297,19 @@ def review_flow(experiment: Experiment, days: int = 60) -> Chart:
     from memory.curation.models import Decision, Proposal
 
     per_day: dict[str, dict[Any, int]] = {"proposed": {}, "approved": {}, "rejected": {}}
-    for row in Proposal.objects.filter(experiment=experiment).annotate(day=TruncDate("first_seen_at")).values("day").annotate(n=Count("id")):
-        per_day["proposed"][row["day"]] = row["n"]
-    decided = Decision.objects.filter(proposal__experiment=experiment, outcome__in=["approved", "rejected"])
-    for row in decided.annotate(day=TruncDate("created_at")).values("day", "outcome").annotate(n=Count("id")):
-        per_day[row["outcome"]][row["day"]] = row["n"]
+    # One statement for both counts, days as TruncDate cuts them (the current time zone): every Runs tab draws this.
+    proposals, decisions = Proposal._meta.db_table, Decision._meta.db_table
+    zone = timezone.get_current_timezone_name()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 'proposed', (first_seen_at AT TIME ZONE %s)::date, count(*) FROM {proposals} WHERE experiment_id = %s GROUP BY 2"
+            f" UNION ALL SELECT d.outcome, (d.created_at AT TIME ZONE %s)::date, count(*) FROM {decisions} d"
+            f" JOIN {proposals} p ON p.id = d.proposal_id WHERE p.experiment_id = %s AND d.outcome IN ('approved', 'rejected')"
+            " GROUP BY 1, 2",
+            [zone, experiment.pk, zone, experiment.pk],
+        )
+        for outcome, day, n in cursor.fetchall():
+            per_day[outcome][day] = n
     all_days = sorted({d for counts in per_day.values() for d in counts})[-days:]
     x_of = {d: datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp() for d in all_days}
     series = [
