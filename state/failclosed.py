@@ -275,12 +275,19 @@ _DIGIT = re.compile(r"[0-9]")
 _SYMBOL = re.compile(r"[^A-Za-z0-9_\-.:/]")
 
 
+# Class (round 15): hex in dash-joined groups that are no UUID, 48 digits or more (Mailgun's private key, `<32>-<8>-<8>`):
+# one case of hex switches kind too seldom to read as random, and no hash or id is written so.
+_HEX_GROUPS = re.compile(r"[0-9a-f]{32}(?:-[0-9a-f]{8}){2,}|[0-9A-F]{32}(?:-[0-9A-F]{8}){2,}")
+
+
 def _random(value: str) -> bool:
     """Random-looking: 16+ characters switching kind at least every third, or 12+ with a symbol every so often;
     never mostly words (`_wordy`)."""
     n = len(value)
     if n < MIN_LENGTH or n > 4096:
         return False
+    if _HEX_GROUPS.fullmatch(value):
+        return True
     switches = class_switches(value)
     if switches < (max(6, 0.3 * n) if n >= 16 else max(5, 0.4 * n)):
         return False

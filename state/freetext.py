@@ -47,7 +47,21 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     r"|হলো|হল|হচ্ছে|है|आहे|ஆகும்"
     # Round 14: Maltese `hija`/`huwa`, Irish `ná`, Zulu's `ithi` (it says); Estonian's and Finnish' `on` only right
     # after their words (`parool on …`, `salasana on …`: in English, `auth on node-12` is no copula).
-    r"|hija|huwa|ná|ithi|(?:(?<=arool )|(?<=alasana )|(?<=alasõna ))on)")
+    r"|hija|huwa|ná|ithi|(?:(?<=arool )|(?<=alasana )|(?<=alasõna )|(?<=alasanasi )|(?<=alasanani )|(?<=alasananne ))on"
+    # Round 15: French's spoken `c'est` (`le mot de passe c'est …`).
+    r"|c['’]est)")
+# Round 15: Polish says `is` with `to` (`hasło do konta to …`), a copula only after Polish's word (`_polish_to`): in
+# English `password to the server` is no copula.
+_COPULA_JOIN = _COPULA[:-1] + "|to)"
+_POLISH_TO = re.compile(r"[ \t]to(?:[ \t]*:)?[ \t]+\Z")
+_POLISH_NAMES = ("hasło", "haslo", "hasła", "hasla")
+
+
+def _polish_to(text: str, name_start: int, name_end: int, join: re.Match[str]) -> bool:
+    """Whether a join that ends in `to` follows Polish's word for password (then it says `is`)."""
+    return _POLISH_TO.search(join.group()) is None or text[name_start:name_end].rstrip("\"'`*_]}").lower() in _POLISH_NAMES
+
+
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -62,12 +76,15 @@ _JOIN = re.compile(
     # Round 14: a two-column table's row, the name quoted then its value quoted last on the line (a device's CSV
     # export, `"LDAP Password","…"`).
     r"""|(?P<csv>[ \t]*[,;\t][ \t]*(?="[^"\n]+"[ \t]*(?:\r?\n|\Z)))"""
+    # Round 15: a flag as an element of an argument array, its value the next element (an MCP server's `"args":
+    # ["--access-token", "…"]`, Python's `["--password", pw]`), on the same line or the next.
+    r"""|(?P<argv>[ \t]*,[ \t]*(?:\r?\n[ \t]*)?(?=["']))"""
     # A label's colon, then the markup that closes the label and opens its value (a Word document's runs,
     # `Password: </w:t></w:r><w:r><w:t>…`; HTML's `<b>Password:</b> …`, `<td>Password:</td><td>…`).
     r"""|(?P<markup>[ \t]*:[ \t]*(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}(?=[^\s<]))"""
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
-    r"""|(?P<is>[ \t]+""" + _COPULA + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
+    r"""|(?P<is>[ \t]+""" + _COPULA_JOIN + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
     # Round 14: English's `is` contracted onto the name (`the password's …`), the apostrophe already skipped.
     r"""|(?<=['’])s[ \t]+"""
     # Round 14: LDIF's `::`, a base64 value (`userPassword:: e2NyeXB0fQ==`).
@@ -78,10 +95,11 @@ _JOIN = re.compile(
     r"""|[\u0e00-\u0e7f]{0,60}?คือ[ \t]*|[\u0e80-\u0eff]{0,60}?(?:ແມ່ນ|ຄື)[ \t]*|[\u1780-\u17ff]{0,60}?(?:គឺ|គឺជា)[ \t]*)"""
     # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
     # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
-    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA_JOIN.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
+_ARGV_FLAG = re.compile(r"""(?<![\w"'])(["'])-{1,2}[\w.-]+\1\Z""")
 _CSV_NAME_CELL = re.compile(r'[ \t]*"[^",\n]{0,40}')
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
 # An SQL string literal: a national or escape prefix (`N'…'`, `E'…'`), a quote written twice inside (`'it''s'`).
@@ -807,10 +825,13 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
     while pos < len(text) and text[pos] in "\"'`*_]}":
         subscript = subscript or text[pos] in "]}"  # `session[KEY]`, Perl's `$Self->{DatabasePw}`
         pos += 1
+    name_end = pos
     join = _JOIN.match(text, pos)
     if join is None:
         return None
     kind, at = join.lastgroup, join.end()
+    if kind in ("is", "qual") and not _polish_to(text, name_start, name_end, join):
+        return None
     if kind in ("is", "qual") and at < len(text) and text[at] in "<[":
         tags = _OPENING_TAGS.match(text, at)  # markup after `is` (`… ndi <code>x</code>`, `… ke [code]x[/code]`)
         at = tags.end() if tags is not None else at
@@ -834,6 +855,11 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
             return None
         quoted = _QUOTED_VALUE.match(text, at)
         return (quoted.start(2), quoted.end(2), False) if quoted else None
+    if kind == "argv":
+        if _ARGV_FLAG.search(text, max(0, name_start - NAME_REACH), pos) is None:
+            return None
+        quoted = _QUOTED_VALUE.match(text, at)
+        return (quoted.start(2), quoted.end(2), True) if quoted else None
     if kind == "qual":
         quoted = _QUOTED_VALUE.match(text, at)
         found = quoted.span(2) if quoted else _bare_value(text, at)

@@ -72,6 +72,8 @@ from state.token_formats import TOKEN_FORMATS
 PATTERNS: tuple[re.Pattern[str], ...] = (
     # scheme://user:password@host (postgres, redis, amqp, https, ...)
     re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@'\"<>]*:(?P<secret>[^\s@/'\"<>]+)@"),
+    # Round 15: Oracle's connect string in a JDBC URL, `user/password@` after the driver (`jdbc:oracle:thin:app/…@//db:1521/SVC`).
+    re.compile(r"jdbc:oracle:(?:thin|oci8?|kprb):[^\s/@:'\"<>]{1,128}/(?P<secret>[^\s@/'\"<>]{1,128})@"),
     re.compile(r"(?i)\bbearer[ \t]+(?P<secret>[A-Za-z0-9._~+/\-]{6,}=*)"),
     re.compile(
         r"-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}?(?:PRIVATE KEY|" + "|".join(SECRET_ARMOR[1:]) + r")[A-Z0-9 ]{0,20})-----(?P<secret>.*?)"
@@ -96,6 +98,7 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
 _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     "://": re.compile(r"://[^\s:/@'\"<>]*:[^\s@/'\"<>]+@"),
     "bearer": re.compile(r"(?i:bearer)[ \t]"),
+    "jdbc:oracle:": re.compile(r"jdbc:oracle:\w+:[^\s/@:'\"<>]+/"),
     "-----begin": re.compile(r"-----BEGIN"),
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign in (
         "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AIza",
@@ -110,7 +113,7 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
 _PATTERN_HINT = re.compile(
-    r"://|(?i:bearer)[ \t]|-----BEGIN|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)"
+    r"://|(?i:bearer)[ \t]|-----BEGIN|jdbc:oracle:|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)"
     r"|(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(sign) for sign, _ in TOKEN_FORMATS) + ")"
 )
 
