@@ -107,11 +107,14 @@ _FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$"
 # leaves where it dropped a value (Sentry's `[Filtered]`, `[REDACTED]`, CloudTrail's `HIDDEN_DUE_TO_SECURITY_REASONS`:
 # a mark word among capitals), a vendor's prefix of words cut where its stars began (`sk-proxy-****`).
 _PLACEHOLDER = re.compile(
-    r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}|…).*|your[-_].*|.*[-_]here"
+    r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}).*|your[-_].*|.*[-_]here"
+    # An ellipsis where a value was cut or left out (`sk_test_...`, `AKIA…MPLE`); round 15: not inside a long value, whose
+    # sides are no shown ends (Adyen's key holds `...` between two runs of 40 characters and more).
+    r"|(?!.{24}[^.…]*(?:\.{3,}|…).{24}).*(?:\.{3,}|…).*"
     r"|\[(?:filtered|redacted|masked|hidden|removed|sensitive|secret|scrubbed)\]"
     r"|(?-i:(?:[A-Z]+_)*(?:HIDDEN|REDACTED|MASKED|REMOVED|FILTERED|OMITTED|SCRUBBED|WITHHELD)(?:_[A-Z]+)*)"
     r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)"
-    r"|[a-z]{2,8}(?:-[a-z]{2,12}){0,2}[_-]"
+    r"|[a-z]{2,8}(?:[-_][a-z]{2,12}){0,2}[_-]"  # round 15: `_` joins a prefix's words too (`sk_test_`)
     # Class (round 12): a placeholder word at a value's end, after its real-looking start (`a7c4d0ad-…-YOUR-TOKEN`,
     # `…_REPLACE_ME`).
     r"|.*[-_.](?:your|my)[-_][a-z]+(?:[-_][a-z]+)*|.*[-_.](?:replace|change|insert)[-_]?(?:me|this|here)|.*[-_.]here)$"

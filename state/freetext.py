@@ -79,6 +79,8 @@ _JOIN = re.compile(
     # Round 15: a flag as an element of an argument array, its value the next element (an MCP server's `"args":
     # ["--access-token", "…"]`, Python's `["--password", pw]`), on the same line or the next.
     r"""|(?P<argv>[ \t]*,[ \t]*(?:\r?\n[ \t]*)?(?=["']))"""
+    # Round 15: a setter's quoted argument (`config.setApiKey("…")`, `builder.withPassword('…')`).
+    r"""|(?P<call>\([ \t]*(?=["']))"""
     # A label's colon, then the markup that closes the label and opens its value (a Word document's runs,
     # `Password: </w:t></w:r><w:r><w:t>…`; HTML's `<b>Password:</b> …`, `<td>Password:</td><td>…`).
     r"""|(?P<markup>[ \t]*:[ \t]*(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}(?=[^\s<]))"""
@@ -99,6 +101,7 @@ _JOIN = re.compile(
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
+_SETTER = re.compile(r"(?<![A-Za-z0-9])(?:set|with|Set|With)_?[A-Z_]\w*\Z")
 _ARGV_FLAG = re.compile(r"""(?<![\w"'])(["'])-{1,2}[\w.-]+\1\Z""")
 _CSV_NAME_CELL = re.compile(r'[ \t]*"[^",\n]{0,40}')
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
@@ -860,6 +863,11 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
             return None
         quoted = _QUOTED_VALUE.match(text, at)
         return (quoted.start(2), quoted.end(2), True) if quoted else None
+    if kind == "call":
+        if _SETTER.search(text[name_start:name_end]) is None:
+            return None
+        quoted = _QUOTED_VALUE.match(text, at)
+        return (quoted.start(2), quoted.end(2), False) if quoted and text.startswith((")", ","), quoted.end()) else None
     if kind == "qual":
         quoted = _QUOTED_VALUE.match(text, at)
         found = quoted.span(2) if quoted else _bare_value(text, at)
