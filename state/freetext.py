@@ -342,8 +342,35 @@ def _read_secret(match: re.Match[str]) -> bool:
         is_maskable(value)
         and not FILE_NAME.fullmatch(value)
         and "://" not in value
-        and (credential_shaped(value) or UUID_FORM.fullmatch(value) is not None)
+        and (credential_shaped(value) or UUID_FORM.fullmatch(value) is not None or _passphrase_words(value))
     )
+
+
+# Class (round 15): `cat` of several files prints them one after the other; each a one-line file (a role id, a secret
+# id), the line at a credential file's place is its content (`cat /etc/agent/role-id /etc/agent/secret-id`).
+_CAT_FILES = re.compile(r"(?m)(?<![\w-])cat[ \t]+(?P<files>[^\s|;&<>]+(?:[ \t]+[^\s|;&<>]+){1,7})[ \t]*\r?\n")
+_CAT_LINE = re.compile(r"[ \t]*(?P<secret>[^\s]{6,128})[ \t]*(?:\r?\n|\Z)")
+_CREDENTIAL_FILE_NAME = re.compile(_CREDENTIAL_FILE + r"(?:[-_.](?:id|txt))?\Z")
+
+
+def _cat_files_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The lines `cat` printed for the credential files among several it was given, one line for each file."""
+    for cat in _CAT_FILES.finditer(text):
+        files = cat.group("files").split()
+        if not any(_CREDENTIAL_FILE_NAME.match(name) for name in files) or any(name.startswith("-") for name in files):
+            continue
+        at, lines = cat.end(), []
+        for _ in files:
+            line = _CAT_LINE.match(text, at)
+            if line is None:
+                break
+            lines.append(line)
+            at = line.end()
+        if len(lines) != len(files):
+            continue
+        for name, line in zip(files, lines, strict=True):
+            if _CREDENTIAL_FILE_NAME.match(name) and _read_secret(line):
+                yield line.span("secret")
 
 
 def _has_digit(match: re.Match[str]) -> bool:
@@ -1116,6 +1143,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                 break
     yield from _cookie_spans(text)
     yield from _column_spans(text, sensitive)
+    if "cat " in text:
+        yield from _cat_files_spans(text)
+    if "INSERT" in text or "insert" in text:
+        yield from _insert_spans(text, sensitive)
     if "|" in text:
         yield from _bar_table_spans(text, sensitive)
     yield from _listed_spans(text, sensitive)
@@ -1205,6 +1236,44 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
                 j += 1
             next_free = j
             break
+
+
+# Class (round 15): an SQL dump's rows under a credential column (`INSERT INTO users (id, login, pass) VALUES
+# (1,'ana','…'),(2,'bo','…');`): each row's string literal at that column's place.
+_INSERT = re.compile(
+    r"(?i)\binsert[ \t]+(?:ignore[ \t]+)?into[ \t]+[^\s(]{1,128}[ \t]*\((?P<columns>[^()\n]{1,2000})\)[ \t\r\n]*values[ \t\r\n]*(?=\()"
+)
+_SQL_ITEM = re.compile(r"""[ \t\r\n]*(?:'(?P<literal>(?:[^'\\\n]|''|\\.){0,4096})'|[^,()'\s]{1,128}(?:\([^()\n]{0,256}\))?)[ \t\r\n]*(?P<end>[,)])""")
+_NEXT_ROW = re.compile(r"[ \t\r\n]*,[ \t\r\n]*(?=\()")
+
+
+def _insert_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    """The string literals of an INSERT's rows under a credential column (not a column naming a password's hash)."""
+    for insert in _INSERT.finditer(text):
+        names = [name.strip(" \t`\"[]") for name in insert.group("columns").split(",")]
+        columns = {k for k, name in enumerate(names) if is_sensitive(name, sensitive) and not names_a_hash(name)}
+        if not columns:
+            continue
+        at = insert.end()
+        while text.startswith("(", at):
+            at += 1
+            for k in itertools.count():
+                item = _SQL_ITEM.match(text, at)
+                if item is None:
+                    break
+                if k in columns and item.group("literal"):
+                    yield item.span("literal")
+                at = item.end()
+                if item.group("end") == ")":
+                    break
+            else:  # pragma: no cover - itertools.count never ends
+                break
+            if item is None or item.group("end") != ")":
+                break
+            row = _NEXT_ROW.match(text, at)
+            if row is None:
+                break
+            at = row.end()
 
 
 _TABS = re.compile(r"\t+")
