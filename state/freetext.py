@@ -986,7 +986,7 @@ _PROSE = frozenset(
     stored kept saved sent set required needed used shown printed written given changed reset rotated""".split()
 )
 # Names of where a credential comes from: the word after them is no credential.
-_SOURCE_SUFFIXES = ("_stdin", "_file", "_fd", "_env", "_cmd", "_command", "_helper", "_prompt")
+SOURCE_SUFFIXES = ("_stdin", "_file", "_fd", "_env", "_cmd", "_command", "_helper", "_prompt")
 _MIN_PHRASE_WORDS = 4
 MAX_PHRASE_WORDS = 24  # a wallet's longest seed phrase
 # An app password in four groups of four letters (Google's spaced, Apple's dashed), whatever name announces it.
@@ -1102,7 +1102,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         checked = end
         name = text[start:end].strip(".-_")
-        if normalise_key(name).endswith(_SOURCE_SUFFIXES) or names_a_hash(name):
+        if normalise_key(name).endswith(SOURCE_SUFFIXES) or names_a_hash(name):
             continue  # where the credential comes from (`--password-stdin`, `password_file`), or its hash, not the credential
         announcing = not is_sensitive(name, sensitive)
         if announcing and _glued(name, sensitive):
@@ -1145,6 +1145,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     yield from _column_spans(text, sensitive)
     if "cat " in text:
         yield from _cat_files_spans(text)
+    if "{" in text:
+        yield from _secret_block_spans(text)
+    if "_key" in text or "_KEY" in text or "Key" in text:
+        yield from (match.span("secret") for match in _PAGERDUTY_KEY.finditer(text))
     if "INSERT" in text or "insert" in text:
         yield from _insert_spans(text, sensitive)
     if "|" in text:
@@ -1274,6 +1278,29 @@ def _insert_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
             if row is None:
                 break
             at = row.end()
+
+
+# Class (round 15): the members of a block named for credentials in the plural (Consul's `acl { tokens { agent = "…" } }`,
+# HCL's and nginx-like configs' `secrets { … }`): each member's quoted value, whatever the member's own name.
+SECRET_BLOCK_SIGNS = ("tokens", "passwords", "secrets", "credentials")
+_SECRET_BLOCK = re.compile(
+    r"(?m)^[ \t]*(?i:tokens|passwords|secrets|credentials)[ \t]*\{[ \t]*\r?\n"
+    r"(?P<body>(?:[ \t]*[\w.-]{1,64}[ \t]*=[ \t]*\"[^\"\n]*\"[ \t]*\r?\n){1,32})[ \t]*\}"
+)
+_BLOCK_MEMBER = re.compile(r"(?m)^[ \t]*[\w.-]{1,64}[ \t]*=[ \t]*\"(?P<secret>[^\"\n]+)\"")
+# Class (round 15): PagerDuty's integration key, 32 hex digits under `routing_key` (Alertmanager, its Events API v2),
+# `service_key` or `integration_key`; an AMQP routing key is words (`orders.created`), never 32 hex digits.
+_PAGERDUTY_KEY = re.compile(
+    r"(?i)(?<![\w-])[\"']?(?:routing|service|integration)[_-]?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[0-9a-f]{32})(?![0-9a-z])"
+)
+
+
+def _secret_block_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The quoted values of the members of a block named for credentials in the plural (see _SECRET_BLOCK)."""
+    for block in _SECRET_BLOCK.finditer(text):
+        for member in _BLOCK_MEMBER.finditer(text, block.start("body"), block.end("body")):
+            if is_maskable(member.group("secret")):
+                yield member.span("secret")
 
 
 _TABS = re.compile(r"\t+")

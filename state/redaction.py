@@ -33,6 +33,8 @@ from state.freetext import (
     COMMANDS,
     CRACKED_SIGN,
     EXPECT_SIGN,
+    SECRET_BLOCK_SIGNS,
+    SOURCE_SUFFIXES,
     WIFI_SIGNS,
     credential_shaped,
     may_hold_login,
@@ -110,6 +112,7 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     CRACKED_SIGN: re.compile(r"--show\b"),
     CODES_SIGN: re.compile(r"(?i) codes\b"),
     **WIFI_SIGNS,
+    **{sign: re.compile(r"(?i:" + sign + r")[ \t]*\{[ \t]*\r?\n") for sign in SECRET_BLOCK_SIGNS},
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
 _PATTERN_HINT = re.compile(
@@ -658,6 +661,26 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
     elif isinstance(value, list | tuple):
         for item in value:
             _collect(item, sensitive, found, parse_text)
+        found.update(_flagged_arguments(value, sensitive))
+
+
+# Class (round 15): a credential flag as an element of an argument array, its value the next element (an MCP server's
+# `"args": ["--access-token", "…"]`); not a flag naming where the credential comes from (`--password-file`).
+_FLAG_ELEMENT = re.compile(r"-{1,2}[A-Za-z][\w.-]{0,62}")
+
+
+def _flagged_arguments(items: list[Any] | tuple[Any, ...], sensitive: frozenset[str]) -> Iterator[str]:
+    for flag, item in itertools.pairwise(items):
+        if (
+            isinstance(flag, str)
+            and isinstance(item, str)
+            and _FLAG_ELEMENT.fullmatch(flag)
+            and not item.startswith("-")
+            and is_sensitive(flag.lstrip("-"), sensitive)
+            and not names_a_hash(flag)
+            and not normalise_key(flag.lstrip("-")).endswith(SOURCE_SUFFIXES)
+        ):
+            yield item
 
 
 def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:
