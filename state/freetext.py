@@ -719,7 +719,9 @@ def _announces(name: str) -> bool:
 # Class: a colon past the end of the name's sentence (`OTP कोणालाही सांगू नका. … संदर्भ: X`, `Password reset. Ref: X`)
 # belongs to another label: `।`, `。`, or a full stop, `!` or `?` then a space and no lower-case word (an abbreviation
 # goes on: `prie e. bibliotekos:`) ends the reach.
-_ANNOUNCED = re.compile(r"(?:[^\n:=<>|.!?।。]|[.!?](?=\S|[ \t]+[a-zß-ÿа-я])){1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
+# Round 15: up to 90 characters of the clause before the colon (`T'envio la contrasenya del campus virtual perquè
+# puguis entrar mentre estic de baixa: …`; 60 cut a sentence of a dozen words short).
+_ANNOUNCED = re.compile(r"(?:[^\n:=<>|.!?।。]|[.!?](?=\S|[ \t]+[a-zß-ÿа-я])){1,90}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
 # Class: markup between an announced label's colon and its value (`… ah: <b>Lantern2013?</b>`, `…: <code>x</code>`),
 # a forum's BBCode too (`… ke [code]x[/code]`, `[b]`, `[color=red]`), also after `is` (round 12).
 _OPENING_TAGS = re.compile(
@@ -922,6 +924,7 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
 
 
 _CODE_NAME = re.compile(r"[A-Za-z_][\w.]*")
+_DRIVE_PATH = re.compile(r"[A-Za-z]:\\")
 UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")  # also state.failclosed's
 
 
@@ -929,8 +932,10 @@ def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], a
     """Whether the value found after the name at text[start:end] is a credential."""
     value_start, value_end, strong = found
     value = text[value_start:value_end]
-    if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value) or FILE_NAME.fullmatch(value):
+    if value.startswith(("-", "/", "~/", "./", "\\")) or REDACTED in value or not is_maskable(value) or FILE_NAME.fullmatch(value):
         return False
+    if _DRIVE_PATH.match(value):
+        return False  # round 15: a Windows path names where (`パスは C:\Program Files\…`: `パス` is a path too), not what
     # Class: a call in code after the name (`Password = base64(…)`, `token = sha256(…)`, `pw = hmac_md5(…)`): a
     # lower-case name with digits is a function's, not a literal.
     if text.startswith(("(", "["), value_end) and _CODE_NAME.fullmatch(value) and (not credential_shaped(value) or value.islower()):
@@ -1026,6 +1031,17 @@ _WIFI_IS = re.compile(
 # setting before the name on its line, then `to` after what it is for; the value must look like a credential.
 _SET_VERB = re.compile(r"(?i)\b(?:chang|set|reset|updat|rotat|switch)\w*\b")
 _SET_TO = re.compile(r"(?:[ \t]+(?!to\b)[^\W\d_]{1,20}){0,6}[ \t]+to[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)")
+# Class (round 15): the same said after the name, as Czech, Slovak and Polish say it (`heslo k účtu jsem změnila na …`,
+# `hasło zmieniłem na …`): a verb of changing or setting, then `na`, after at most eight words.
+_SET_NA = re.compile(
+    r"(?:[ \t]+[^\W\d_]{1,20}(?:-[^\W\d_]{1,20})?){0,8}?[ \t]+(?i:změn|zmen|nastav|zmieni|ustawi)\w{0,6}[ \t]+na[ \t]+"
+    r"(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)"
+)
+# Class (round 15): a question for the password answered on the next line, a chat's turn (`Ana: what's the wifi password
+# again?` then `Bo: …`): the reply's first word, when it looks like a credential.
+_ASKED = re.compile(
+    r"[^\n?]{0,80}\?[ \t]*\r?\n[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?[^\W\d_][\w.' -]{0,30}:[ \t]+(?P<secret>[^\s'\"<>]{6,128}?)[.,;!]*(?!\S)"
+)
 # A last-word name glued to the word before it (`FTPPASS`, `remotepass`, `adminpw`): a word of letters, not a word of
 # prose (`bypass`, `compass`, `surpass`, `trespass`).
 _GLUED = re.compile(r"[A-Za-z]{2,20}?(?:pass|pw|PASS|PW)")
@@ -1119,6 +1135,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         if not announcing and (set_to := _SET_TO.match(text, end)) is not None and _qualified_value(set_to.group("secret")):
             if _SET_VERB.search(_line_before(text, start)[-80:]):
                 yield set_to.span("secret")
+        if not announcing and (set_na := _SET_NA.match(text, end)) is not None and _qualified_value(set_na.group("secret")):
+            yield set_na.span("secret")
+        if not announcing and (asked := _ASKED.match(text, end)) is not None and _password_like(asked.group("secret")):
+            yield asked.span("secret")
         pair = None if announcing else _pair_value(text, start, end)
         after = _value_after(text, start, end)
         announced = _announced_after(text, end)
