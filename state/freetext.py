@@ -1211,8 +1211,9 @@ def _typed_into_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[in
 # the fallback is the credential itself.
 _ENV_DEFAULT = re.compile(
     r"""(?:process\.env\.|import\.meta\.env\.|\bgetenv\(|environ\.get\(|ENV\.fetch\(|Deno\.env\.get\()[ \t]*['"]?"""
-    r"""(?P<name>[A-Za-z_]\w{0,80})['"]?[ \t]*\)?[ \t]*(?:\|\||\?\?|,|\bor\b)[ \t]*(?P<q>['"`])(?P<secret>[^'"`\n]{6,256})(?P=q)"""
-)
+    r"""(?P<name>[A-Za-z_]\w{0,80})['"]?(?:[ \t]*\)[ \t]*(?:\|\||\?\?|\bor\b)|[ \t]*(?:\|\||\?\?|,|\bor\b))[ \t]*"""
+    r"""(?P<q>['"`])(?P<secret>[^'"`\n]{6,256})(?P=q)"""
+)  # round 15: a comma after the call's `)` starts the next argument of what holds it (`"api_type": "azure"`), no default
 
 
 def _env_default_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:

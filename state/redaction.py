@@ -536,7 +536,7 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
             keyed += 1
             value = member.group("quoted") if member.group("quoted") is not None else member.group("bare")
             key = member.group("key")
-            if value and (is_sensitive(key, sensitive) or credential_shaped(value) and normalise_key(key) not in _DOC_FIELDS):
+            if value and (is_sensitive(key, sensitive) and not names_a_hash(key) or credential_shaped(value) and normalise_key(key) not in _DOC_FIELDS):
                 yield value
         if not keyed:  # a list: its items are the key's values
             yield from (m.group(2) for m in _QUOTED.finditer(stripped) if m.group(2))
@@ -558,7 +558,7 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
             continue
         value = _UNQUOTE.sub("", part.group("value").strip())
         key = part.group("key")
-        if key is None or is_sensitive(key.strip("\"'"), sensitive) or credential_shaped(value):
+        if key is None or is_sensitive(key.strip("\"'"), sensitive) and not names_a_hash(key.strip("\"'")) or credential_shaped(value):
             yield value
 
 
