@@ -87,6 +87,8 @@ _ID_FORMS = re.compile(
     | (?:[0-9A-F]{2}:){15,}                                                             # colon-hex fingerprint
     | [a-z0-9]+(?:-[a-z0-9]+)*-[a-z0-9]{8,10}-[a-z0-9]{5}$                                # Kubernetes pod name
     | (?:cus|ch|pi|pm|py|in|ii|sub|si|prod|price|evt|txn|acct|re|req|po|tr|src|card|ba|seti|cs|plink)_[A-Za-z0-9]{8,}$  # Stripe object ids
+    | (?:AC|SM|MM|MG|PN|CA|CH|IS|SK)[0-9a-f]{32}$                                        # round 15: Twilio's object ids (SIDs)
+    | chatcmpl-[A-Za-z0-9]{16,}$ | (?:resp|msg|run|thread|asst|call|batch|ftjob)_[A-Za-z0-9]{16,}$       # round 15: an LLM API's object ids
     | [UANOCX][A-Z2-7]{55}$                                                             # a NATS public nkey
     | age1[02-9ac-hj-np-z]{58}$                                                         # an age recipient (public key)
     | pk_(?:live|test)_[A-Za-z0-9]{24,}$                                                # a Stripe publishable key
@@ -162,6 +164,7 @@ def vault_blocks(text: str) -> list[tuple[int, int]]:
 def _in_blocks(blocks: list[tuple[int, int]], starts: list[int], pos: int) -> bool:
     i = bisect.bisect_right(starts, pos) - 1
     return i >= 0 and pos < blocks[i][1]
+_SIGNATURE_HEADER = re.compile(r"[ \t]*(?:[A-Za-z0-9]+-)+(?i:signature)(?:-\d+)?[ \t]*:[ \t]*(?:t=)?\Z")
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh|ecdsa)-[\w@.-]+)[ \t]+$")
 _JWK_PRIVATE = re.compile(r"""["'](?:d|p|q|dp|dq|qi|k)["'][ \t]*:""")
 
@@ -360,6 +363,10 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if _TYPED_KEY_PREFIX.search(text, max(0, start - 16), start):
         return True
+    # Round 15: a request's signature header (`Stripe-Signature: t=…,v1=…`, `X-Twilio-Signature: …`): a MAC of that one
+    # request, no key.
+    if _SIGNATURE_HEADER.match(text, text.rfind("\n", max(0, token_start - 80), token_start) + 1, token_start):
+        return True
     if value.startswith("!") and _MATRIX_ROOM.match(text, start):
         return True
     if _comment_names_credential(text, end, sensitive):
@@ -378,12 +385,22 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     line_start = text.rfind("\n", max(0, start - 40), start) + 1
     if _SSH_PUBLIC.search(text, max(line_start, start - 40), start):
         return True
+    # Round 15: a piece of a public key the type labels, cut at a `/` of its base64 (`ecdsa-sha2-nistp256 AAAA…/…`).
+    if token_start < start and _SSH_PUBLIC.search(text, max(line_start, token_start - 40), token_start):
+        return True
     # A JWK on the token's line, within JWK_REACH of it (a minified document is one line: copying and scanning it
     # whole for every token was quadratic).
     line_start = max(text.rfind("\n", max(0, start - JWK_REACH), start) + 1, start - JWK_REACH)
     line_end = text.find("\n", end, end + JWK_REACH)
     line = text[line_start : min(len(text), end + JWK_REACH) if line_end == -1 else line_end]
-    return '"kty"' in line and not _JWK_PRIVATE.search(line)
+    if '"kty"' in line and not _JWK_PRIVATE.search(line):
+        return True
+    # Round 15: a JWK written a member a line (a JWKS endpoint's pretty JSON): its members between its braces.
+    opening, closing = text.rfind("{", max(0, start - JWK_REACH), start), text.find("}", end, end + JWK_REACH)
+    if opening == -1 or closing == -1:
+        return False
+    members = text[opening:closing]
+    return '"kty"' in members and not _JWK_PRIVATE.search(members)
 
 
 # A comment after a statement on its line (`…; // clave secreta del comercio`, `x = '…'  # signing secret`).
@@ -461,7 +478,7 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
             yield at, at + len(part)
             at += len(part) + 1
         return
-    if not _path_like(whole) and _random(whole):
+    if not _path_like(whole) and not _FORM_PAIRS.search(whole) and _random(whole):  # round 15: a form body's pairs apart
         yield at, end
         return
     offset = at
@@ -530,6 +547,9 @@ _TYPED_CODE = re.compile(
 )  # also `repo#1234` (an issue), `WORKER#2` (an ordinal), `a-z0-9` (a character class), an alphabet
 
 
+_FORM_PAIRS = re.compile(r"&[A-Za-z_][\w.\[\]-]{0,40}=")
+
+
 def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
     """Where passwords a person typed stand (see _TYPED), unless a label or a form says what they are."""
     if not any(mark in text for mark in _TYPED_MARKS) or _TYPED_HINT.search(text) is None:
@@ -547,6 +567,8 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
             continue  # `team2024!` closes a sentence; `Winter2024!` is a password
         if _ADDRESS.fullmatch(value) or _REF.fullmatch(value) or _TYPED_CODE.search(value) or _VERSION_PIN.fullmatch(value):
             continue
+        if _FORM_PAIRS.search(text, match.start(), min(len(text), match.end() + 64)):
+            continue  # round 15: a form-encoded body's pairs (`To=US&SmsSid=SM…&Body=STOP`), `&` joins them
         if _harmless(text, match.start(), match.end(), sensitive):
             continue
         yield match.span()

@@ -101,6 +101,7 @@ _JOIN = re.compile(
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
+_SIGNATURE_HEADER = re.compile(r"(?:[A-Za-z0-9]+-)+(?i:signature)(?:-\d+)?")
 _SETTER = re.compile(r"(?<![A-Za-z0-9])(?:set|with|Set|With)_?[A-Z_]\w*\Z")
 _ARGV_FLAG = re.compile(r"""(?<![\w"'])(["'])-{1,2}[\w.-]+\1\Z""")
 _CSV_NAME_CELL = re.compile(r'[ \t]*"[^",\n]{0,40}')
@@ -1128,8 +1129,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         if announcing and (_WIFI.search(name) or _WIFI_BEFORE.search(text, max(0, start - 12), start)):
             announcing = False  # a wireless section's key is its passphrase (`wireless.radio0.key='…'`)
-        if announcing and (not _announces(name) or _public(text, start, name)):
-            continue
+        if announcing and (not _announces(name) or _public(text, start, name) or _SIGNATURE_HEADER.fullmatch(name)):
+            continue  # round 15: a request's signature header (`X-Twilio-Signature:`) carries a MAC of it, no key
         if not announcing and (final := _FINAL_COPULA.match(text, end)) is not None and _qualified_value(final.group("secret")):
             yield final.span("secret")
         if not announcing and (set_to := _SET_TO.match(text, end)) is not None and _qualified_value(set_to.group("secret")):
