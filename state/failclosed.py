@@ -28,7 +28,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from state.freetext import UUID_FORM, class_switches
+from state.freetext import UUID_FORM, class_switches, under_identifier_header
 from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive, name_hits
 
 # Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
@@ -371,6 +371,8 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if _comment_names_credential(text, end, sensitive):
         return False
+    if under_identifier_header(text, start):
+        return True
     label = _label(text, start, sensitive)
     if label == "identifier":
         return True
@@ -621,11 +623,14 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
 
 # Class (round 14): forms that are a name by design: a GnuPG key id after its algorithm (`ed25519/C00F100B49D2C0B4`), a
 # dotted import path to a class (`django.contrib.auth.hashers.Argon2PasswordHasher`), a scrubbing rule's `@name`
-# (Sentry's `@password`).
+# (Sentry's `@password`); round 15: or public by design.
 _PUBLIC_FORM = re.compile(
     r"(?:rsa|dsa|elg|ed|cv|nistp|brainpoolP)\d{3,5}(?:r1)?/[0-9A-F]{8,16}"
     r"|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*){2,}\.[A-Z][a-z]+(?:[A-Z0-9][a-z0-9]*)+"
     r"|@[a-z]+(?:[_:][a-z]+)*"
+    # Round 15: an error tracker's DSN with its public key alone (Sentry's `https://<32 hex>@o1.ingest.sentry.io/42`, set
+    # in a browser's code by design); a DSN with `:secret@` still holds a secret.
+    r"|https?://[0-9a-f]{32}@[\w.-]+(?::\d+)?/\d+"
 )
 
 

@@ -929,12 +929,41 @@ _DRIVE_PATH = re.compile(r"[A-Za-z]:\\")
 UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")  # also state.failclosed's
 
 
+# Class (round 15): a cell of a command's aligned table under a header naming a digest or an id (`fly secrets list`'s
+# `NAME  DIGEST  CREATED AT`, `docker images`' `IMAGE ID`): the column says what it is, not the row's name
+# (`STRIPE_API_KEY  f3f0…` is the digest of that secret, listed by name).
+_TABLE_HEADER = re.compile(r"[ \t]*[A-Z][A-Z0-9_]*(?: [A-Z][A-Z0-9_]*)?(?:[ \t]{2,}[A-Z][A-Z0-9_]*(?: [A-Z][A-Z0-9_]*)?)+[ \t]*\r?")
+_HEADER_WORD = re.compile(r"[A-Z][A-Z0-9_]*(?: [A-Z][A-Z0-9_]*)?")
+_IDENTIFIER_HEADERS = frozenset(
+    {"DIGEST", "HASH", "SHA", "SHA256", "CHECKSUM", "FINGERPRINT", "ID", "COMMIT", "ETAG", "IMAGE ID", "CONTAINER ID"}
+)
+TABLE_REACH = 40  # rows of a table read up to its header
+
+
+def under_identifier_header(text: str, start: int) -> bool:
+    """Whether the token at start is a cell of an aligned table whose header above names a digest or an id."""
+    line_start = text.rfind("\n", 0, start) + 1
+    column, pos = start - line_start, line_start
+    for _ in range(TABLE_REACH):
+        if pos == 0:
+            return False
+        above = text.rfind("\n", 0, pos - 1) + 1
+        line = text[above : pos - 1]
+        if _TABLE_HEADER.fullmatch(line):
+            word = _HEADER_WORD.match(line, column) if column < len(line) and (column == 0 or line[column - 1] == " ") else None
+            return word is not None and word.group() in _IDENTIFIER_HEADERS
+        pos = above
+    return False
+
+
 def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], announcing: bool) -> bool:
     """Whether the value found after the name at text[start:end] is a credential."""
     value_start, value_end, strong = found
     value = text[value_start:value_end]
     if value.startswith(("-", "/", "~/", "./", "\\")) or REDACTED in value or not is_maskable(value) or FILE_NAME.fullmatch(value):
         return False
+    if not strong and under_identifier_header(text, value_start):
+        return False  # round 15: a table's digest column, the row named for the secret it digests
     if _DRIVE_PATH.match(value):
         return False  # round 15: a Windows path names where (`パスは C:\Program Files\…`: `パス` is a path too), not what
     # Class: a call in code after the name (`Password = base64(…)`, `token = sha256(…)`, `pw = hmac_md5(…)`): a
