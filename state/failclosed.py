@@ -401,8 +401,7 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     opening, closing = text.rfind("{", max(0, start - JWK_REACH), start), text.find("}", end, end + JWK_REACH)
     if opening == -1 or closing == -1:
         return False
-    members = text[opening:closing]
-    return '"kty"' in members and not _JWK_PRIVATE.search(members)
+    return text.find('"kty"', opening, closing) != -1 and not _JWK_PRIVATE.search(text, opening, closing)
 
 
 # A comment after a statement on its line (`…; // clave secreta del comercio`, `x = '…'  # signing secret`).

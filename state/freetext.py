@@ -942,6 +942,8 @@ TABLE_REACH = 40  # rows of a table read up to its header
 
 def under_identifier_header(text: str, start: int) -> bool:
     """Whether the token at start is a cell of an aligned table whose header above names a digest or an id."""
+    if text[start - 2 : start] != "  ":
+        return False  # a table's columns are aligned by spaces: a cell follows two at least
     line_start = text.rfind("\n", 0, start) + 1
     column, pos = start - line_start, line_start
     for _ in range(TABLE_REACH):
@@ -1195,9 +1197,9 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     yield from _column_spans(text, sensitive)
     if "cat " in text:
         yield from _cat_files_spans(text)
-    if "{" in text:
+    if "s {" in text or "s{" in text or "S {" in text or "S{" in text:
         yield from _secret_block_spans(text)
-    if "_key" in text or "_KEY" in text or "Key" in text:
+    if any(word in text for word in _PAGERDUTY_WORDS):
         yield from (match.span("secret") for match in _PAGERDUTY_KEY.finditer(text))
     if "INSERT" in text or "insert" in text:
         yield from _insert_spans(text, sensitive)
@@ -1344,6 +1346,9 @@ _BLOCK_MEMBER = re.compile(r"(?m)^[ \t]*[\w.-]{1,64}[ \t]*=[ \t]*\"(?P<secret>[^
 _PAGERDUTY_KEY = re.compile(
     r"(?i)(?<![\w-])[\"']?(?:routing|service|integration)[_-]?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[0-9a-f]{32})(?![0-9a-z])"
 )
+
+
+_PAGERDUTY_WORDS = ("routing", "Routing", "ROUTING", "service_key", "serviceKey", "SERVICE_KEY", "integration", "Integration", "INTEGRATION")
 
 
 def _secret_block_spans(text: str) -> Iterator[tuple[int, int]]:
