@@ -358,8 +358,8 @@ def _cat_files_spans(text: str) -> Iterator[tuple[int, int]]:
     """The lines `cat` printed for the credential files among several it was given, one line for each file."""
     for cat in _CAT_FILES.finditer(text):
         files = cat.group("files").split()
-        if not any(_CREDENTIAL_FILE_NAME.match(name) for name in files) or any(name.startswith("-") for name in files):
-            continue
+        if any(name.startswith("-") for name in files) or not any(_CREDENTIAL_FILE_NAME.match(name) for name in files):
+            continue  # a flag changes what cat prints (`-n`)
         at, lines = cat.end(), []
         for _ in files:
             line = _CAT_LINE.match(text, at)
@@ -897,7 +897,8 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         if _SETTER.search(text[name_start:name_end]) is None:
             return None
         quoted = _QUOTED_VALUE.match(text, at)
-        return (quoted.start(2), quoted.end(2), False) if quoted and text.startswith((")", ","), quoted.end()) else None
+        closed = quoted is not None and text.startswith((")", ","), quoted.end())
+        return (quoted.start(2), quoted.end(2), False) if quoted and closed else None
     if kind == "qual":
         quoted = _QUOTED_VALUE.match(text, at)
         found = quoted.span(2) if quoted else _bare_value(text, at)
@@ -952,7 +953,9 @@ def under_identifier_header(text: str, start: int) -> bool:
         above = text.rfind("\n", 0, pos - 1) + 1
         line = text[above : pos - 1]
         if _TABLE_HEADER.fullmatch(line):
-            word = _HEADER_WORD.match(line, column) if column < len(line) and (column == 0 or line[column - 1] == " ") else None
+            if column >= len(line) or (column and line[column - 1] != " "):
+                return False
+            word = _HEADER_WORD.match(line, column)
             return word is not None and word.group() in _IDENTIFIER_HEADERS
         pos = above
     return False
@@ -1348,7 +1351,8 @@ _PAGERDUTY_KEY = re.compile(
 )
 
 
-_PAGERDUTY_WORDS = ("routing", "Routing", "ROUTING", "service_key", "serviceKey", "SERVICE_KEY", "integration", "Integration", "INTEGRATION")
+_PAGERDUTY_WORDS = ("routing", "Routing", "ROUTING", "service_key", "serviceKey", "SERVICE_KEY")
+_PAGERDUTY_WORDS += ("integration", "Integration", "INTEGRATION")
 
 
 def _secret_block_spans(text: str) -> Iterator[tuple[int, int]]:

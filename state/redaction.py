@@ -140,8 +140,9 @@ def _top_level_alternatives(body: str) -> bool:
 
 # Round 15: each pattern's pass only over a text holding its literal start (`sbp_`, `jdbc:oracle:`): a substring test
 # in C, where a pass of each of sixty patterns over every text the hint opened cost more with each format added.
+_OPENINGS = ("(?<![A-Za-z0-9_])(?P<secret>", r"\b(?P<secret>")
 _PATTERN_PASSES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (pattern, "://" if i == 0 else _literal_prefix(pattern.pattern.removeprefix("(?<![A-Za-z0-9_])(?P<secret>").removeprefix(r"\b(?P<secret>")))
+    (pattern, "://" if i == 0 else _literal_prefix(pattern.pattern.removeprefix(_OPENINGS[0]).removeprefix(_OPENINGS[1])))
     for i, pattern in enumerate(PATTERNS)
 )
 # Signs of a pattern's form or of a credential-taking command, each with the test that confirms it where it
@@ -588,7 +589,8 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
             keyed += 1
             value = member.group("quoted") if member.group("quoted") is not None else member.group("bare")
             key = member.group("key")
-            if value and (is_sensitive(key, sensitive) and not names_a_hash(key) or credential_shaped(value) and normalise_key(key) not in _DOC_FIELDS):
+            named = is_sensitive(key, sensitive) and not names_a_hash(key)
+            if value and (named or credential_shaped(value) and normalise_key(key) not in _DOC_FIELDS):
                 yield value
         if not keyed:  # a list: its items are the key's values
             yield from (m.group(2) for m in _QUOTED.finditer(stripped) if m.group(2))
@@ -610,7 +612,8 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
             continue
         value = _UNQUOTE.sub("", part.group("value").strip())
         key = part.group("key")
-        if key is None or is_sensitive(key.strip("\"'"), sensitive) and not names_a_hash(key.strip("\"'")) or credential_shaped(value):
+        named = key is not None and is_sensitive(key.strip("\"'"), sensitive) and not names_a_hash(key.strip("\"'"))
+        if key is None or named or credential_shaped(value):
             yield value
 
 
