@@ -257,6 +257,11 @@ AWP_SENSITIVE_FIELDS = env_list(
     # Round 14: European Portuguese `palavra-passe`, Irish `focal faire`, the definite forms of Norwegian's and
     # Danish's words (`passordet`, `adgangskoden`: an ASCII name takes no inflection) and Amharic's (`የይለፍ ቃሉ`).
     "palavra_passe,focal_faire,passordet,adgangskoden,የይለፍ_ቃሉ,"
+    # Round 15: `passcode` (a one-time code read out, a phone's lock), Finnish's possessive forms (`salasanasi`: your
+    # password; an ASCII name takes no inflection).
+    "passcode,salasanasi,salasanani,salasananne,"
+    # Round 15: Japanese chat's short `パス` (`パスは …です`).
+    "パス,"
     # Round 12: "secret key" and "private key" in other languages (a comment or a label beside a signing key).
     "clave_secreta,clave_privada,chave_secreta,chave_privada,clé_secrète,clé_privée,chiave_segreta,chiave_privata,"
     "geheimer_schlüssel,privater_schlüssel,geheime_sleutel,secretsleutel,klucz_prywatny,tajny_klucz,gizli_anahtar,"

@@ -28,7 +28,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from state.freetext import UUID_FORM, class_switches
+from state.freetext import UUID_FORM, class_switches, under_identifier_header
 from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive, name_hits
 
 # Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
@@ -87,6 +87,8 @@ _ID_FORMS = re.compile(
     | (?:[0-9A-F]{2}:){15,}                                                             # colon-hex fingerprint
     | [a-z0-9]+(?:-[a-z0-9]+)*-[a-z0-9]{8,10}-[a-z0-9]{5}$                                # Kubernetes pod name
     | (?:cus|ch|pi|pm|py|in|ii|sub|si|prod|price|evt|txn|acct|re|req|po|tr|src|card|ba|seti|cs|plink)_[A-Za-z0-9]{8,}$  # Stripe object ids
+    | (?:AC|SM|MM|MG|PN|CA|CH|IS|SK)[0-9a-f]{32}$                                        # round 15: Twilio's object ids (SIDs)
+    | chatcmpl-[A-Za-z0-9]{16,}$ | (?:resp|msg|run|thread|asst|call|batch|ftjob)_[A-Za-z0-9]{16,}$       # round 15: an LLM API's object ids
     | [UANOCX][A-Z2-7]{55}$                                                             # a NATS public nkey
     | age1[02-9ac-hj-np-z]{58}$                                                         # an age recipient (public key)
     | pk_(?:live|test)_[A-Za-z0-9]{24,}$                                                # a Stripe publishable key
@@ -107,11 +109,14 @@ _FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$"
 # leaves where it dropped a value (Sentry's `[Filtered]`, `[REDACTED]`, CloudTrail's `HIDDEN_DUE_TO_SECURITY_REASONS`:
 # a mark word among capitals), a vendor's prefix of words cut where its stars began (`sk-proxy-****`).
 _PLACEHOLDER = re.compile(
-    r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|\.{3,}|…).*|your[-_].*|.*[-_]here"
+    r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}).*|your[-_].*|.*[-_]here"
+    # An ellipsis where a value was cut or left out (`sk_test_...`, `AKIA…MPLE`); round 15: not inside a long value, whose
+    # sides are no shown ends (Adyen's key holds `...` between two runs of 40 characters and more).
+    r"|(?!.{24}[^.…]*(?:\.{3,}|…).{24}).*(?:\.{3,}|…).*"
     r"|\[(?:filtered|redacted|masked|hidden|removed|sensitive|secret|scrubbed)\]"
     r"|(?-i:(?:[A-Z]+_)*(?:HIDDEN|REDACTED|MASKED|REMOVED|FILTERED|OMITTED|SCRUBBED|WITHHELD)(?:_[A-Z]+)*)"
     r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)"
-    r"|[a-z]{2,8}(?:-[a-z]{2,12}){0,2}[_-]"
+    r"|[a-z]{2,8}(?:[-_][a-z]{2,12}){0,2}[_-]"  # round 15: `_` joins a prefix's words too (`sk_test_`)
     # Class (round 12): a placeholder word at a value's end, after its real-looking start (`a7c4d0ad-…-YOUR-TOKEN`,
     # `…_REPLACE_ME`).
     r"|.*[-_.](?:your|my)[-_][a-z]+(?:[-_][a-z]+)*|.*[-_.](?:replace|change|insert)[-_]?(?:me|this|here)|.*[-_.]here)$"
@@ -159,6 +164,7 @@ def vault_blocks(text: str) -> list[tuple[int, int]]:
 def _in_blocks(blocks: list[tuple[int, int]], starts: list[int], pos: int) -> bool:
     i = bisect.bisect_right(starts, pos) - 1
     return i >= 0 and pos < blocks[i][1]
+_SIGNATURE_HEADER = re.compile(r"[ \t]*(?:[A-Za-z0-9]+-)+(?i:signature)(?:-\d+)?[ \t]*:[ \t]*(?:t=)?\Z")
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh|ecdsa)-[\w@.-]+)[ \t]+$")
 _JWK_PRIVATE = re.compile(r"""["'](?:d|p|q|dp|dq|qi|k)["'][ \t]*:""")
 
@@ -275,12 +281,19 @@ _DIGIT = re.compile(r"[0-9]")
 _SYMBOL = re.compile(r"[^A-Za-z0-9_\-.:/]")
 
 
+# Class (round 15): hex in dash-joined groups that are no UUID, 48 digits or more (Mailgun's private key, `<32>-<8>-<8>`):
+# one case of hex switches kind too seldom to read as random, and no hash or id is written so.
+_HEX_GROUPS = re.compile(r"[0-9a-f]{32}(?:-[0-9a-f]{8}){2,}|[0-9A-F]{32}(?:-[0-9A-F]{8}){2,}")
+
+
 def _random(value: str) -> bool:
     """Random-looking: 16+ characters switching kind at least every third, or 12+ with a symbol every so often;
     never mostly words (`_wordy`)."""
     n = len(value)
     if n < MIN_LENGTH or n > 4096:
         return False
+    if _HEX_GROUPS.fullmatch(value):
+        return True
     switches = class_switches(value)
     if switches < (max(6, 0.3 * n) if n >= 16 else max(5, 0.4 * n)):
         return False
@@ -350,10 +363,16 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if _TYPED_KEY_PREFIX.search(text, max(0, start - 16), start):
         return True
+    # Round 15: a request's signature header (`Stripe-Signature: t=…,v1=…`, `X-Twilio-Signature: …`): a MAC of that one
+    # request, no key.
+    if _SIGNATURE_HEADER.match(text, text.rfind("\n", max(0, token_start - 80), token_start) + 1, token_start):
+        return True
     if value.startswith("!") and _MATRIX_ROOM.match(text, start):
         return True
     if _comment_names_credential(text, end, sensitive):
         return False
+    if under_identifier_header(text, start):
+        return True
     label = _label(text, start, sensitive)
     if label == "identifier":
         return True
@@ -368,12 +387,21 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     line_start = text.rfind("\n", max(0, start - 40), start) + 1
     if _SSH_PUBLIC.search(text, max(line_start, start - 40), start):
         return True
+    # Round 15: a piece of a public key the type labels, cut at a `/` of its base64 (`ecdsa-sha2-nistp256 AAAA…/…`).
+    if token_start < start and _SSH_PUBLIC.search(text, max(line_start, token_start - 40), token_start):
+        return True
     # A JWK on the token's line, within JWK_REACH of it (a minified document is one line: copying and scanning it
     # whole for every token was quadratic).
     line_start = max(text.rfind("\n", max(0, start - JWK_REACH), start) + 1, start - JWK_REACH)
     line_end = text.find("\n", end, end + JWK_REACH)
     line = text[line_start : min(len(text), end + JWK_REACH) if line_end == -1 else line_end]
-    return '"kty"' in line and not _JWK_PRIVATE.search(line)
+    if '"kty"' in line and not _JWK_PRIVATE.search(line):
+        return True
+    # Round 15: a JWK written a member a line (a JWKS endpoint's pretty JSON): its members between its braces.
+    opening, closing = text.rfind("{", max(0, start - JWK_REACH), start), text.find("}", end, end + JWK_REACH)
+    if opening == -1 or closing == -1:
+        return False
+    return text.find('"kty"', opening, closing) != -1 and not _JWK_PRIVATE.search(text, opening, closing)
 
 
 # A comment after a statement on its line (`…; // clave secreta del comercio`, `x = '…'  # signing secret`).
@@ -451,7 +479,7 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
             yield at, at + len(part)
             at += len(part) + 1
         return
-    if not _path_like(whole) and _random(whole):
+    if not _path_like(whole) and not _FORM_PAIRS.search(whole) and _random(whole):  # round 15: a form body's pairs apart
         yield at, end
         return
     offset = at
@@ -520,6 +548,9 @@ _TYPED_CODE = re.compile(
 )  # also `repo#1234` (an issue), `WORKER#2` (an ordinal), `a-z0-9` (a character class), an alphabet
 
 
+_FORM_PAIRS = re.compile(r"&[A-Za-z_][\w.\[\]-]{0,40}=")
+
+
 def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
     """Where passwords a person typed stand (see _TYPED), unless a label or a form says what they are."""
     if not any(mark in text for mark in _TYPED_MARKS) or _TYPED_HINT.search(text) is None:
@@ -537,6 +568,8 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
             continue  # `team2024!` closes a sentence; `Winter2024!` is a password
         if _ADDRESS.fullmatch(value) or _REF.fullmatch(value) or _TYPED_CODE.search(value) or _VERSION_PIN.fullmatch(value):
             continue
+        if _FORM_PAIRS.search(text, match.start(), min(len(text), match.end() + 64)):
+            continue  # round 15: a form-encoded body's pairs (`To=US&SmsSid=SM…&Body=STOP`), `&` joins them
         if _harmless(text, match.start(), match.end(), sensitive):
             continue
         yield match.span()
@@ -589,11 +622,14 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
 
 # Class (round 14): forms that are a name by design: a GnuPG key id after its algorithm (`ed25519/C00F100B49D2C0B4`), a
 # dotted import path to a class (`django.contrib.auth.hashers.Argon2PasswordHasher`), a scrubbing rule's `@name`
-# (Sentry's `@password`).
+# (Sentry's `@password`); round 15: or public by design.
 _PUBLIC_FORM = re.compile(
     r"(?:rsa|dsa|elg|ed|cv|nistp|brainpoolP)\d{3,5}(?:r1)?/[0-9A-F]{8,16}"
     r"|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*){2,}\.[A-Z][a-z]+(?:[A-Z0-9][a-z0-9]*)+"
     r"|@[a-z]+(?:[_:][a-z]+)*"
+    # Round 15: an error tracker's DSN with its public key alone (Sentry's `https://<32 hex>@o1.ingest.sentry.io/42`, set
+    # in a browser's code by design); a DSN with `:secret@` still holds a secret.
+    r"|https?://[0-9a-f]{32}@[\w.-]+(?::\d+)?/\d+"
 )
 
 
@@ -613,6 +649,7 @@ _REFERENCE = re.compile(
     | _[a-z][a-z0-9]*(?:_[a-z0-9]+)*$                                                   # a private name in code
     | \$\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)$ | `[^`\n]+`$ | \$\([\w.\-/]*$             # a command's output: $(op read …)
     | (?:process\.env|import\.meta\.env|window|globalThis|Deno\.env)(?:\.[\w$]+|\[[^\]\n]+\])+!?[;,]?$    # read at run time
+    | os\.environ/[A-Za-z_]\w*$ | \$__(?:env|file|vault)\{[^{}\n]+\}$                     # round 15: LiteLLM's and Grafana's references
     | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
     | ![a-z][A-Za-z_-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                               # a YAML tag, a word (`!vault |`, `!secret db_pw`; not `!a2222…`)
     | (?:Read|Get|New|Import|Invoke|ConvertFrom|Select|Unprotect)-[A-Z]\w+(?:[ \t].*)?$       # a PowerShell cmdlet computes it (`Read-Host -AsSecureString`)

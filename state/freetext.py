@@ -47,7 +47,21 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     r"|হলো|হল|হচ্ছে|है|आहे|ஆகும்"
     # Round 14: Maltese `hija`/`huwa`, Irish `ná`, Zulu's `ithi` (it says); Estonian's and Finnish' `on` only right
     # after their words (`parool on …`, `salasana on …`: in English, `auth on node-12` is no copula).
-    r"|hija|huwa|ná|ithi|(?:(?<=arool )|(?<=alasana )|(?<=alasõna ))on)")
+    r"|hija|huwa|ná|ithi|(?:(?<=arool )|(?<=alasana )|(?<=alasõna )|(?<=alasanasi )|(?<=alasanani )|(?<=alasananne ))on"
+    # Round 15: French's spoken `c'est` (`le mot de passe c'est …`).
+    r"|c['’]est)")
+# Round 15: Polish says `is` with `to` (`hasło do konta to …`), a copula only after Polish's word (`_polish_to`): in
+# English `password to the server` is no copula.
+_COPULA_JOIN = _COPULA[:-1] + "|to)"
+_POLISH_TO = re.compile(r"[ \t]to(?:[ \t]*:)?[ \t]+\Z")
+_POLISH_NAMES = ("hasło", "haslo", "hasła", "hasla")
+
+
+def _polish_to(text: str, name_start: int, name_end: int, join: re.Match[str]) -> bool:
+    """Whether a join that ends in `to` follows Polish's word for password (then it says `is`)."""
+    return _POLISH_TO.search(join.group()) is None or text[name_start:name_end].rstrip("\"'`*_]}").lower() in _POLISH_NAMES
+
+
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
 _JOIN = re.compile(
     r"""(?P<attr>(?:[ \t]+[\w\-:]+[ \t]*=[ \t]*(?:"[^"<>]*"|'[^'<>]*'))*?[ \t]+(?:value|content)[ \t]*=[ \t]*)"""
@@ -62,12 +76,17 @@ _JOIN = re.compile(
     # Round 14: a two-column table's row, the name quoted then its value quoted last on the line (a device's CSV
     # export, `"LDAP Password","…"`).
     r"""|(?P<csv>[ \t]*[,;\t][ \t]*(?="[^"\n]+"[ \t]*(?:\r?\n|\Z)))"""
+    # Round 15: a flag as an element of an argument array, its value the next element (an MCP server's `"args":
+    # ["--access-token", "…"]`, Python's `["--password", pw]`), on the same line or the next.
+    r"""|(?P<argv>[ \t]*,[ \t]*(?:\r?\n[ \t]*)?(?=["']))"""
+    # Round 15: a setter's quoted argument (`config.setApiKey("…")`, `builder.withPassword('…')`).
+    r"""|(?P<call>\([ \t]*(?=["']))"""
     # A label's colon, then the markup that closes the label and opens its value (a Word document's runs,
     # `Password: </w:t></w:r><w:r><w:t>…`; HTML's `<b>Password:</b> …`, `<td>Password:</td><td>…`).
     r"""|(?P<markup>[ \t]*:[ \t]*(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}(?=[^\s<]))"""
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
-    r"""|(?P<is>[ \t]+""" + _COPULA + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
+    r"""|(?P<is>[ \t]+""" + _COPULA_JOIN + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
     # Round 14: English's `is` contracted onto the name (`the password's …`), the apostrophe already skipped.
     r"""|(?<=['’])s[ \t]+"""
     # Round 14: LDIF's `::`, a base64 value (`userPassword:: e2NyeXB0fQ==`).
@@ -78,10 +97,13 @@ _JOIN = re.compile(
     r"""|[\u0e00-\u0e7f]{0,60}?คือ[ \t]*|[\u0e80-\u0eff]{0,60}?(?:ແມ່ນ|ຄື)[ \t]*|[\u1780-\u17ff]{0,60}?(?:គឺ|គឺជា)[ \t]*)"""
     # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
     # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
-    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA_JOIN.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
+_SIGNATURE_HEADER = re.compile(r"(?:[A-Za-z0-9]+-)+(?i:signature)(?:-\d+)?")
+_SETTER = re.compile(r"(?<![A-Za-z0-9])(?:set|with|Set|With)_?[A-Z_]\w*\Z")
+_ARGV_FLAG = re.compile(r"""(?<![\w"'])(["'])-{1,2}[\w.-]+\1\Z""")
 _CSV_NAME_CELL = re.compile(r'[ \t]*"[^",\n]{0,40}')
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
 # An SQL string literal: a national or escape prefix (`N'…'`, `E'…'`), a quote written twice inside (`'it''s'`).
@@ -321,8 +343,35 @@ def _read_secret(match: re.Match[str]) -> bool:
         is_maskable(value)
         and not FILE_NAME.fullmatch(value)
         and "://" not in value
-        and (credential_shaped(value) or UUID_FORM.fullmatch(value) is not None)
+        and (credential_shaped(value) or UUID_FORM.fullmatch(value) is not None or _passphrase_words(value))
     )
+
+
+# Class (round 15): `cat` of several files prints them one after the other; each a one-line file (a role id, a secret
+# id), the line at a credential file's place is its content (`cat /etc/agent/role-id /etc/agent/secret-id`).
+_CAT_FILES = re.compile(r"(?m)(?<![\w-])cat[ \t]+(?P<files>[^\s|;&<>]+(?:[ \t]+[^\s|;&<>]+){1,7})[ \t]*\r?\n")
+_CAT_LINE = re.compile(r"[ \t]*(?P<secret>[^\s]{6,128})[ \t]*(?:\r?\n|\Z)")
+_CREDENTIAL_FILE_NAME = re.compile(_CREDENTIAL_FILE + r"(?:[-_.](?:id|txt))?\Z")
+
+
+def _cat_files_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The lines `cat` printed for the credential files among several it was given, one line for each file."""
+    for cat in _CAT_FILES.finditer(text):
+        files = cat.group("files").split()
+        if any(name.startswith("-") for name in files) or not any(_CREDENTIAL_FILE_NAME.match(name) for name in files):
+            continue  # a flag changes what cat prints (`-n`)
+        at, lines = cat.end(), []
+        for _ in files:
+            line = _CAT_LINE.match(text, at)
+            if line is None:
+                break
+            lines.append(line)
+            at = line.end()
+        if len(lines) != len(files):
+            continue
+        for name, line in zip(files, lines, strict=True):
+            if _CREDENTIAL_FILE_NAME.match(name) and _read_secret(line):
+                yield line.span("secret")
 
 
 def _has_digit(match: re.Match[str]) -> bool:
@@ -671,7 +720,9 @@ def _announces(name: str) -> bool:
 # Class: a colon past the end of the name's sentence (`OTP कोणालाही सांगू नका. … संदर्भ: X`, `Password reset. Ref: X`)
 # belongs to another label: `।`, `。`, or a full stop, `!` or `?` then a space and no lower-case word (an abbreviation
 # goes on: `prie e. bibliotekos:`) ends the reach.
-_ANNOUNCED = re.compile(r"(?:[^\n:=<>|.!?।。]|[.!?](?=\S|[ \t]+[a-zß-ÿа-я])){1,60}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
+# Round 15: up to 90 characters of the clause before the colon (`T'envio la contrasenya del campus virtual perquè
+# puguis entrar mentre estic de baixa: …`; 60 cut a sentence of a dozen words short).
+_ANNOUNCED = re.compile(r"(?:[^\n:=<>|.!?।。]|[.!?](?=\S|[ \t]+[a-zß-ÿа-я])){1,90}?:(?P<rest>[ \t]*)(?=\S|\r?\n)")
 # Class: markup between an announced label's colon and its value (`… ah: <b>Lantern2013?</b>`, `…: <code>x</code>`),
 # a forum's BBCode too (`… ke [code]x[/code]`, `[b]`, `[color=red]`), also after `is` (round 12).
 _OPENING_TAGS = re.compile(
@@ -807,10 +858,13 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
     while pos < len(text) and text[pos] in "\"'`*_]}":
         subscript = subscript or text[pos] in "]}"  # `session[KEY]`, Perl's `$Self->{DatabasePw}`
         pos += 1
+    name_end = pos
     join = _JOIN.match(text, pos)
     if join is None:
         return None
     kind, at = join.lastgroup, join.end()
+    if kind in ("is", "qual") and not _polish_to(text, name_start, name_end, join):
+        return None
     if kind in ("is", "qual") and at < len(text) and text[at] in "<[":
         tags = _OPENING_TAGS.match(text, at)  # markup after `is` (`… ndi <code>x</code>`, `… ke [code]x[/code]`)
         at = tags.end() if tags is not None else at
@@ -834,6 +888,17 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
             return None
         quoted = _QUOTED_VALUE.match(text, at)
         return (quoted.start(2), quoted.end(2), False) if quoted else None
+    if kind == "argv":
+        if _ARGV_FLAG.search(text, max(0, name_start - NAME_REACH), pos) is None:
+            return None
+        quoted = _QUOTED_VALUE.match(text, at)
+        return (quoted.start(2), quoted.end(2), True) if quoted else None
+    if kind == "call":
+        if _SETTER.search(text[name_start:name_end]) is None:
+            return None
+        quoted = _QUOTED_VALUE.match(text, at)
+        closed = quoted is not None and text.startswith((")", ","), quoted.end())
+        return (quoted.start(2), quoted.end(2), False) if quoted and closed else None
     if kind == "qual":
         quoted = _QUOTED_VALUE.match(text, at)
         found = quoted.span(2) if quoted else _bare_value(text, at)
@@ -861,15 +926,51 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
 
 
 _CODE_NAME = re.compile(r"[A-Za-z_][\w.]*")
+_DRIVE_PATH = re.compile(r"[A-Za-z]:\\")
 UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")  # also state.failclosed's
+
+
+# Class (round 15): a cell of a command's aligned table under a header naming a digest or an id (`fly secrets list`'s
+# `NAME  DIGEST  CREATED AT`, `docker images`' `IMAGE ID`): the column says what it is, not the row's name
+# (`STRIPE_API_KEY  f3f0…` is the digest of that secret, listed by name).
+_TABLE_HEADER = re.compile(r"[ \t]*[A-Z][A-Z0-9_]*(?: [A-Z][A-Z0-9_]*)?(?:[ \t]{2,}[A-Z][A-Z0-9_]*(?: [A-Z][A-Z0-9_]*)?)+[ \t]*\r?")
+_HEADER_WORD = re.compile(r"[A-Z][A-Z0-9_]*(?: [A-Z][A-Z0-9_]*)?")
+_IDENTIFIER_HEADERS = frozenset(
+    {"DIGEST", "HASH", "SHA", "SHA256", "CHECKSUM", "FINGERPRINT", "ID", "COMMIT", "ETAG", "IMAGE ID", "CONTAINER ID"}
+)
+TABLE_REACH = 40  # rows of a table read up to its header
+
+
+def under_identifier_header(text: str, start: int) -> bool:
+    """Whether the token at start is a cell of an aligned table whose header above names a digest or an id."""
+    if text[start - 2 : start] != "  ":
+        return False  # a table's columns are aligned by spaces: a cell follows two at least
+    line_start = text.rfind("\n", 0, start) + 1
+    column, pos = start - line_start, line_start
+    for _ in range(TABLE_REACH):
+        if pos == 0:
+            return False
+        above = text.rfind("\n", 0, pos - 1) + 1
+        line = text[above : pos - 1]
+        if _TABLE_HEADER.fullmatch(line):
+            if column >= len(line) or (column and line[column - 1] != " "):
+                return False
+            word = _HEADER_WORD.match(line, column)
+            return word is not None and word.group() in _IDENTIFIER_HEADERS
+        pos = above
+    return False
 
 
 def _credential(text: str, start: int, end: int, found: tuple[int, int, bool], announcing: bool) -> bool:
     """Whether the value found after the name at text[start:end] is a credential."""
     value_start, value_end, strong = found
     value = text[value_start:value_end]
-    if value.startswith(("-", "/", "~/", "./")) or REDACTED in value or not is_maskable(value) or FILE_NAME.fullmatch(value):
+    if value.startswith(("-", "/", "~/", "./", "\\")) or REDACTED in value or not is_maskable(value) or FILE_NAME.fullmatch(value):
         return False
+    if not strong and under_identifier_header(text, value_start):
+        return False  # round 15: a table's digest column, the row named for the secret it digests
+    if _DRIVE_PATH.match(value):
+        return False  # round 15: a Windows path names where (`パスは C:\Program Files\…`: `パス` is a path too), not what
     # Class: a call in code after the name (`Password = base64(…)`, `token = sha256(…)`, `pw = hmac_md5(…)`): a
     # lower-case name with digits is a function's, not a literal.
     if text.startswith(("(", "["), value_end) and _CODE_NAME.fullmatch(value) and (not credential_shaped(value) or value.islower()):
@@ -925,7 +1026,7 @@ _PROSE = frozenset(
     stored kept saved sent set required needed used shown printed written given changed reset rotated""".split()
 )
 # Names of where a credential comes from: the word after them is no credential.
-_SOURCE_SUFFIXES = ("_stdin", "_file", "_fd", "_env", "_cmd", "_command", "_helper", "_prompt")
+SOURCE_SUFFIXES = ("_stdin", "_file", "_fd", "_env", "_cmd", "_command", "_helper", "_prompt")
 _MIN_PHRASE_WORDS = 4
 MAX_PHRASE_WORDS = 24  # a wallet's longest seed phrase
 # An app password in four groups of four letters (Google's spaced, Apple's dashed), whatever name announces it.
@@ -965,6 +1066,17 @@ _WIFI_IS = re.compile(
 # setting before the name on its line, then `to` after what it is for; the value must look like a credential.
 _SET_VERB = re.compile(r"(?i)\b(?:chang|set|reset|updat|rotat|switch)\w*\b")
 _SET_TO = re.compile(r"(?:[ \t]+(?!to\b)[^\W\d_]{1,20}){0,6}[ \t]+to[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)")
+# Class (round 15): the same said after the name, as Czech, Slovak and Polish say it (`heslo k účtu jsem změnila na …`,
+# `hasło zmieniłem na …`): a verb of changing or setting, then `na`, after at most eight words.
+_SET_NA = re.compile(
+    r"(?:[ \t]+[^\W\d_]{1,20}(?:-[^\W\d_]{1,20})?){0,8}?[ \t]+(?i:změn|zmen|nastav|zmieni|ustawi)\w{0,6}[ \t]+na[ \t]+"
+    r"(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)"
+)
+# Class (round 15): a question for the password answered on the next line, a chat's turn (`Ana: what's the wifi password
+# again?` then `Bo: …`): the reply's first word, when it looks like a credential.
+_ASKED = re.compile(
+    r"[^\n?]{0,80}\?[ \t]*\r?\n[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?[^\W\d_][\w.' -]{0,30}:[ \t]+(?P<secret>[^\s'\"<>]{6,128}?)[.,;!]*(?!\S)"
+)
 # A last-word name glued to the word before it (`FTPPASS`, `remotepass`, `adminpw`): a word of letters, not a word of
 # prose (`bypass`, `compass`, `surpass`, `trespass`).
 _GLUED = re.compile(r"[A-Za-z]{2,20}?(?:pass|pw|PASS|PW)")
@@ -1041,7 +1153,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         checked = end
         name = text[start:end].strip(".-_")
-        if normalise_key(name).endswith(_SOURCE_SUFFIXES) or names_a_hash(name):
+        if normalise_key(name).endswith(SOURCE_SUFFIXES) or names_a_hash(name):
             continue  # where the credential comes from (`--password-stdin`, `password_file`), or its hash, not the credential
         announcing = not is_sensitive(name, sensitive)
         if announcing and _glued(name, sensitive):
@@ -1051,13 +1163,17 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         if announcing and (_WIFI.search(name) or _WIFI_BEFORE.search(text, max(0, start - 12), start)):
             announcing = False  # a wireless section's key is its passphrase (`wireless.radio0.key='…'`)
-        if announcing and (not _announces(name) or _public(text, start, name)):
-            continue
+        if announcing and (not _announces(name) or _public(text, start, name) or _SIGNATURE_HEADER.fullmatch(name)):
+            continue  # round 15: a request's signature header (`X-Twilio-Signature:`) carries a MAC of it, no key
         if not announcing and (final := _FINAL_COPULA.match(text, end)) is not None and _qualified_value(final.group("secret")):
             yield final.span("secret")
         if not announcing and (set_to := _SET_TO.match(text, end)) is not None and _qualified_value(set_to.group("secret")):
             if _SET_VERB.search(_line_before(text, start)[-80:]):
                 yield set_to.span("secret")
+        if not announcing and (set_na := _SET_NA.match(text, end)) is not None and _qualified_value(set_na.group("secret")):
+            yield set_na.span("secret")
+        if not announcing and (asked := _ASKED.match(text, end)) is not None and _password_like(asked.group("secret")):
+            yield asked.span("secret")
         pair = None if announcing else _pair_value(text, start, end)
         after = _value_after(text, start, end)
         announced = _announced_after(text, end)
@@ -1082,6 +1198,14 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                 break
     yield from _cookie_spans(text)
     yield from _column_spans(text, sensitive)
+    if "cat " in text:
+        yield from _cat_files_spans(text)
+    if "s {" in text or "s{" in text or "S {" in text or "S{" in text:
+        yield from _secret_block_spans(text)
+    if any(word in text for word in _PAGERDUTY_WORDS):
+        yield from (match.span("secret") for match in _PAGERDUTY_KEY.finditer(text))
+    if "INSERT" in text or "insert" in text:
+        yield from _insert_spans(text, sensitive)
     if "|" in text:
         yield from _bar_table_spans(text, sensitive)
     yield from _listed_spans(text, sensitive)
@@ -1122,8 +1246,9 @@ def _typed_into_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[in
 # the fallback is the credential itself.
 _ENV_DEFAULT = re.compile(
     r"""(?:process\.env\.|import\.meta\.env\.|\bgetenv\(|environ\.get\(|ENV\.fetch\(|Deno\.env\.get\()[ \t]*['"]?"""
-    r"""(?P<name>[A-Za-z_]\w{0,80})['"]?[ \t]*\)?[ \t]*(?:\|\||\?\?|,|\bor\b)[ \t]*(?P<q>['"`])(?P<secret>[^'"`\n]{6,256})(?P=q)"""
-)
+    r"""(?P<name>[A-Za-z_]\w{0,80})['"]?(?:[ \t]*\)[ \t]*(?:\|\||\?\?|\bor\b)|[ \t]*(?:\|\||\?\?|,|\bor\b))[ \t]*"""
+    r"""(?P<q>['"`])(?P<secret>[^'"`\n]{6,256})(?P=q)"""
+)  # round 15: a comma after the call's `)` starts the next argument of what holds it (`"api_type": "azure"`), no default
 
 
 def _env_default_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
@@ -1171,6 +1296,71 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
                 j += 1
             next_free = j
             break
+
+
+# Class (round 15): an SQL dump's rows under a credential column (`INSERT INTO users (id, login, pass) VALUES
+# (1,'ana','…'),(2,'bo','…');`): each row's string literal at that column's place.
+_INSERT = re.compile(
+    r"(?i)\binsert[ \t]+(?:ignore[ \t]+)?into[ \t]+[^\s(]{1,128}[ \t]*\((?P<columns>[^()\n]{1,2000})\)[ \t\r\n]*values[ \t\r\n]*(?=\()"
+)
+_SQL_ITEM = re.compile(r"""[ \t\r\n]*(?:'(?P<literal>(?:[^'\\\n]|''|\\.){0,4096})'|[^,()'\s]{1,128}(?:\([^()\n]{0,256}\))?)[ \t\r\n]*(?P<end>[,)])""")
+_NEXT_ROW = re.compile(r"[ \t\r\n]*,[ \t\r\n]*(?=\()")
+
+
+def _insert_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    """The string literals of an INSERT's rows under a credential column (not a column naming a password's hash)."""
+    for insert in _INSERT.finditer(text):
+        names = [name.strip(" \t`\"[]") for name in insert.group("columns").split(",")]
+        columns = {k for k, name in enumerate(names) if is_sensitive(name, sensitive) and not names_a_hash(name)}
+        if not columns:
+            continue
+        at = insert.end()
+        while text.startswith("(", at):
+            at += 1
+            for k in itertools.count():
+                item = _SQL_ITEM.match(text, at)
+                if item is None:
+                    break
+                if k in columns and item.group("literal"):
+                    yield item.span("literal")
+                at = item.end()
+                if item.group("end") == ")":
+                    break
+            else:  # pragma: no cover - itertools.count never ends
+                break
+            if item is None or item.group("end") != ")":
+                break
+            row = _NEXT_ROW.match(text, at)
+            if row is None:
+                break
+            at = row.end()
+
+
+# Class (round 15): the members of a block named for credentials in the plural (Consul's `acl { tokens { agent = "…" } }`,
+# HCL's and nginx-like configs' `secrets { … }`): each member's quoted value, whatever the member's own name.
+SECRET_BLOCK_SIGNS = ("tokens", "passwords", "secrets", "credentials")
+_SECRET_BLOCK = re.compile(
+    r"(?m)^[ \t]*(?i:tokens|passwords|secrets|credentials)[ \t]*\{[ \t]*\r?\n"
+    r"(?P<body>(?:[ \t]*[\w.-]{1,64}[ \t]*=[ \t]*\"[^\"\n]*\"[ \t]*\r?\n){1,32})[ \t]*\}"
+)
+_BLOCK_MEMBER = re.compile(r"(?m)^[ \t]*[\w.-]{1,64}[ \t]*=[ \t]*\"(?P<secret>[^\"\n]+)\"")
+# Class (round 15): PagerDuty's integration key, 32 hex digits under `routing_key` (Alertmanager, its Events API v2),
+# `service_key` or `integration_key`; an AMQP routing key is words (`orders.created`), never 32 hex digits.
+_PAGERDUTY_KEY = re.compile(
+    r"(?i)(?<![\w-])[\"']?(?:routing|service|integration)[_-]?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[0-9a-f]{32})(?![0-9a-z])"
+)
+
+
+_PAGERDUTY_WORDS = ("routing", "Routing", "ROUTING", "service_key", "serviceKey", "SERVICE_KEY")
+_PAGERDUTY_WORDS += ("integration", "Integration", "INTEGRATION")
+
+
+def _secret_block_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The quoted values of the members of a block named for credentials in the plural (see _SECRET_BLOCK)."""
+    for block in _SECRET_BLOCK.finditer(text):
+        for member in _BLOCK_MEMBER.finditer(text, block.start("body"), block.end("body")):
+            if is_maskable(member.group("secret")):
+                yield member.span("secret")
 
 
 _TABS = re.compile(r"\t+")

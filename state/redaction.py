@@ -33,6 +33,8 @@ from state.freetext import (
     COMMANDS,
     CRACKED_SIGN,
     EXPECT_SIGN,
+    SECRET_BLOCK_SIGNS,
+    SOURCE_SUFFIXES,
     WIFI_SIGNS,
     credential_shaped,
     may_hold_login,
@@ -72,6 +74,8 @@ from state.token_formats import TOKEN_FORMATS
 PATTERNS: tuple[re.Pattern[str], ...] = (
     # scheme://user:password@host (postgres, redis, amqp, https, ...)
     re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@'\"<>]*:(?P<secret>[^\s@/'\"<>]+)@"),
+    # Round 15: Oracle's connect string in a JDBC URL, `user/password@` after the driver (`jdbc:oracle:thin:app/…@//db:1521/SVC`).
+    re.compile(r"jdbc:oracle:(?:thin|oci8?|kprb):[^\s/@:'\"<>]{1,128}/(?P<secret>[^\s@/'\"<>]{1,128})@"),
     re.compile(r"(?i)\bbearer[ \t]+(?P<secret>[A-Za-z0-9._~+/\-]{6,}=*)"),
     re.compile(
         r"-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}?(?:PRIVATE KEY|" + "|".join(SECRET_ARMOR[1:]) + r")[A-Z0-9 ]{0,20})-----(?P<secret>.*?)"
@@ -90,12 +94,64 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     # Self-identifying vendor formats (state/token_formats.py), each at a word start.
     *(re.compile(r"(?<![A-Za-z0-9_])(?P<secret>" + body + ")") for body in dict.fromkeys(body for _, body in TOKEN_FORMATS)),
 )
+
+
+def _literal_prefix(body: str) -> str:
+    """The characters every match of a pattern's source starts with, up to its first special character (none when
+    the source is alternatives: `gh…|github_pat_…`)."""
+    if _top_level_alternatives(body):
+        return ""
+    prefix: list[str] = []
+    i = 0
+    while i < len(body):
+        char, after = body[i], body[i + 1 : i + 2]
+        if char == "\\" and after in (".", "-", "/"):
+            char, i = after, i + 1
+        elif not (char.isalnum() or char in "_-:/ "):
+            break
+        if body[i + 1 : i + 2] in ("?", "*", "{"):
+            break  # optional or counted: not a sure start
+        prefix.append(char)
+        i += 1
+        if body[i : i + 1] == "+":
+            break
+    return "".join(prefix)
+
+
+def _top_level_alternatives(body: str) -> bool:
+    depth, escaped, in_class = 0, False, False
+    for char in body:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            return True
+    return False
+
+
+# Round 15: each pattern's pass only over a text holding its literal start (`sbp_`, `jdbc:oracle:`): a substring test
+# in C, where a pass of each of sixty patterns over every text the hint opened cost more with each format added.
+_OPENINGS = ("(?<![A-Za-z0-9_])(?P<secret>", r"\b(?P<secret>")
+_PATTERN_PASSES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (pattern, "://" if i == 0 else _literal_prefix(pattern.pattern.removeprefix(_OPENINGS[0]).removeprefix(_OPENINGS[1])))
+    for i, pattern in enumerate(PATTERNS)
+)
 # Signs of a pattern's form or of a credential-taking command, each with the test that confirms it where it
 # stands (a case-sensitive match at the sign, or None: the sign alone): a text holding none of them (nor a
 # sensitive name) holds nothing the key, free-text and pattern masks could find. Found lower-cased in one pass.
 _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     "://": re.compile(r"://[^\s:/@'\"<>]*:[^\s@/'\"<>]+@"),
     "bearer": re.compile(r"(?i:bearer)[ \t]"),
+    "jdbc:oracle:": re.compile(r"jdbc:oracle:\w+:[^\s/@:'\"<>]+/"),
     "-----begin": re.compile(r"-----BEGIN"),
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign in (
         "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AIza",
@@ -107,10 +163,11 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     CRACKED_SIGN: re.compile(r"--show\b"),
     CODES_SIGN: re.compile(r"(?i) codes\b"),
     **WIFI_SIGNS,
+    **{sign: re.compile(r"(?i:" + sign + r")[ \t]*\{[ \t]*\r?\n") for sign in SECRET_BLOCK_SIGNS},
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
 _PATTERN_HINT = re.compile(
-    r"://|(?i:bearer)[ \t]|-----BEGIN|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)"
+    r"://|(?i:bearer)[ \t]|-----BEGIN|jdbc:oracle:|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|gh[pousr]_|github_pat_|xox|AIza|[sr]k_|sk-|eyJ)"
     r"|(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(sign) for sign, _ in TOKEN_FORMATS) + ")"
 )
 
@@ -118,7 +175,9 @@ _PATTERN_HINT = re.compile(
 def _pattern_spans(text: str) -> Iterator[tuple[int, int]]:
     if not _PATTERN_HINT.search(text):
         return
-    for pattern in PATTERNS:
+    for pattern, start in _PATTERN_PASSES:
+        if start and start not in text:
+            continue
         for match in pattern.finditer(text):
             start, end = match.span("secret")
             if end > start and not text.startswith(REDACTED, start):
@@ -530,7 +589,8 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
             keyed += 1
             value = member.group("quoted") if member.group("quoted") is not None else member.group("bare")
             key = member.group("key")
-            if value and (is_sensitive(key, sensitive) or credential_shaped(value) and normalise_key(key) not in _DOC_FIELDS):
+            named = is_sensitive(key, sensitive) and not names_a_hash(key)
+            if value and (named or credential_shaped(value) and normalise_key(key) not in _DOC_FIELDS):
                 yield value
         if not keyed:  # a list: its items are the key's values
             yield from (m.group(2) for m in _QUOTED.finditer(stripped) if m.group(2))
@@ -552,7 +612,8 @@ def _span_values(span: str, sensitive: frozenset[str]) -> Iterator[str]:
             continue
         value = _UNQUOTE.sub("", part.group("value").strip())
         key = part.group("key")
-        if key is None or is_sensitive(key.strip("\"'"), sensitive) or credential_shaped(value):
+        named = key is not None and is_sensitive(key.strip("\"'"), sensitive) and not names_a_hash(key.strip("\"'"))
+        if key is None or named or credential_shaped(value):
             yield value
 
 
@@ -655,6 +716,26 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
     elif isinstance(value, list | tuple):
         for item in value:
             _collect(item, sensitive, found, parse_text)
+        found.update(_flagged_arguments(value, sensitive))
+
+
+# Class (round 15): a credential flag as an element of an argument array, its value the next element (an MCP server's
+# `"args": ["--access-token", "…"]`); not a flag naming where the credential comes from (`--password-file`).
+_FLAG_ELEMENT = re.compile(r"-{1,2}[A-Za-z][\w.-]{0,62}")
+
+
+def _flagged_arguments(items: list[Any] | tuple[Any, ...], sensitive: frozenset[str]) -> Iterator[str]:
+    for flag, item in itertools.pairwise(items):
+        if (
+            isinstance(flag, str)
+            and isinstance(item, str)
+            and _FLAG_ELEMENT.fullmatch(flag)
+            and not item.startswith("-")
+            and is_sensitive(flag.lstrip("-"), sensitive)
+            and not names_a_hash(flag)
+            and not normalise_key(flag.lstrip("-")).endswith(SOURCE_SUFFIXES)
+        ):
+            yield item
 
 
 def text_secrets(text: str, sensitive: frozenset[str]) -> set[str]:

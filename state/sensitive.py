@@ -160,9 +160,21 @@ _HASH_OF_PASSWORD = re.compile(
 )
 
 
+# Class (round 15): a key that names a property of the credential, or the object that holds it, not the credential: its
+# encryption method, policy or requirements (`password_encryption = scram-sha-256`, `password_requirements`), where
+# it is kept (git's `credentialStore = secretservice`, `credential_helper`), a Kubernetes Secret's own name (a Helm
+# chart's `existingSecret: keycloak-db`, `secretName`, `secretRef`): masked where it stands, never learnt.
+_ABOUT_A_CREDENTIAL = re.compile(
+    r"(?:^|_)(?:(?:password|passwd|pass|pw|pwd|credential|credentials|secret|token)_(?:encryption|algorithm|method|scheme"
+    r"|policy|requirements|store|storage|helper|provider|backend)|existing_secret|secret_name|secret_ref)$"
+)
+
+
 def names_a_hash(key: str) -> bool:
-    """Whether a key names the hash of a password (see _HASH_OF_PASSWORD)."""
-    return _HASH_OF_PASSWORD.search(normalise_key(key)) is not None
+    """Whether a key names the hash of a password (see _HASH_OF_PASSWORD) or a property of a credential, or the object
+    holding it (see _ABOUT_A_CREDENTIAL): what stands under it is masked, never learnt."""
+    normal = normalise_key(key)
+    return _HASH_OF_PASSWORD.search(normal) is not None or _ABOUT_A_CREDENTIAL.search(normal) is not None
 
 
 _DOMAIN_PREFIX = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+/(?=[^/]+$)")

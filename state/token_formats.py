@@ -71,5 +71,6 @@ TOKEN_FORMATS: tuple[tuple[str, str], ...] = (
     ("SUA", r"S[UAO]A[A-Z2-7]{55}"),
     ("SAA", r"S[UAO]A[A-Z2-7]{55}"),
     ("SOA", r"S[UAO]A[A-Z2-7]{55}"),
+    ("sbp_", r"sbp_(?:v0_)?[a-f0-9]{40}"),  # Supabase personal access tokens (round 15)
     ("PuTTY-User-Key-File", r"PuTTY-User-Key-File-\d: [\s\S]{0,400}?Private-Lines: \d+\r?\n[A-Za-z0-9+/=\r\n]{40,}"),
 )
