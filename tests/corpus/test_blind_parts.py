@@ -1,4 +1,4 @@
-"""Each blind part of the secret corpus (HOLDOUT2 to HOLDOUT14) is sound by itself:
+"""Each blind part of the secret corpus (HOLDOUT2 to HOLDOUT15) is sound by itself:
 its planted values are in its texts, its shapes, seed and values are new against every part written before it,
 and it is deterministic.
 
@@ -25,6 +25,7 @@ from tests.corpus.secrets.holdout11 import generate as holdout11
 from tests.corpus.secrets.holdout12 import generate as holdout12
 from tests.corpus.secrets.holdout13 import generate as holdout13
 from tests.corpus.secrets.holdout14 import generate as holdout14
+from tests.corpus.secrets.holdout15 import generate as holdout15
 from tests.corpus.secrets.tune import generate as tune
 
 # In the order they were written, with the least credential and clean documents each promised.
@@ -42,6 +43,7 @@ PARTS: list[tuple[ModuleType, int, int]] = [
     (holdout12, 220, 40),
     (holdout13, 250, 45),
     (holdout14, 330, 50),
+    (holdout15, 360, 55),
 ]
 WRITTEN_BEFORE = [tune, holdout]
 IDS = [part.__name__.split(".")[-2] for part, _, _ in PARTS]

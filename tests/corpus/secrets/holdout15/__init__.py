@@ -1,0 +1,1 @@
+"""HOLDOUT15: a fifteenth blind part of the secret corpus (see `generate`)."""
