@@ -137,8 +137,11 @@ def accept(request: HttpRequest) -> HttpResponse | None:
 
 
 # A drainer's shared lock, held (its two keys are the parameters).
+# Advisory locks are per database, pg_locks shows the whole server's: a drainer of another database on the same
+# Postgres (another test process, a bench database) is not this one's.
 _DRAINER_LOCK_HELD = (
     "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid AND objid = %s::oid AND objsubid = 2 AND granted"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 )
 
 

@@ -37,7 +37,7 @@ def test_database_url() -> str:
 def subprocess_env(**extra: str) -> dict[str, str]:
     """Environment for a child process that must see the test database."""
     env = {key: value for key, value in os.environ.items() if key != "DJANGO_ALLOW_ASYNC_UNSAFE"}
-    env.update({"DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "awp_site.settings", "PYTHONUNBUFFERED": "1"})
+    env.update({"DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "tests.child_settings", "PYTHONUNBUFFERED": "1"})
     env.update(extra)
     return env
 
@@ -186,7 +186,8 @@ def _drop_test_databases(only_dead: bool) -> None:
         with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
             names = [row[0] for row in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'test_awp_%'")]
             for name in names:
-                pid = name.rsplit("_", 1)[-1]
+                # test_awp_<pid>, test_awp_poolb_<pid>; pytest-django suffixes _gw<n> under pytest-xdist.
+                pid = next((part for part in name.split("_") if part.isdigit()), "")
                 mine = pid == str(os.getpid())
                 dead = pid.isdigit() and not psutil.pid_exists(int(pid))
                 if (only_dead and dead) or (not only_dead and mine):

@@ -61,18 +61,26 @@ BLIND_DOCS = {
 }
 
 
-def _visible(values: list[str], bodies: dict[str, str]) -> dict[str, list[str]]:
-    """Each planted value found in any body, in any of its escaped forms, with where (one automaton pass per body)."""
+def _visible(planted: dict[str, list[str]], bodies: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """Per part, each planted value found in any body, in any of its escaped forms, with where.
+
+    One automaton for every part, one pass per body (a pass per part and body was 10 of the test's 100 s).
+    """
+    owners: dict[str, list[tuple[str, str]]] = {}
+    for part, values in planted.items():
+        # A form two values of one part share names the later one, as one automaton per part did.
+        forms = {form: value for value in values for form in escaped_forms(value)}
+        for form, value in forms.items():
+            owners.setdefault(form, []).append((part, value))
     automaton = ahocorasick.Automaton()
-    for value in values:
-        for form in escaped_forms(value):
-            automaton.add_word(form, value)
+    for form, owned in owners.items():
+        automaton.add_word(form, owned)
     automaton.make_automaton()
-    found: dict[str, list[str]] = {}
+    found: dict[str, dict[str, list[str]]] = {part: {} for part in planted}
     for name, body in bodies.items():
-        for value in {value for _, value in automaton.iter(body)}:
-            found.setdefault(value, []).append(name)
-    return {value: where[:3] for value, where in found.items()}
+        for part, value in {hit for _, owned in automaton.iter(body) for hit in owned}:
+            found[part].setdefault(value, []).append(name)
+    return {part: {value: where[:3] for value, where in values.items()} for part, values in found.items()}
 
 
 def _strings(value: Any) -> str:
@@ -140,7 +148,7 @@ def test_no_corpus_credential_handled_by_real_agents_reaches_a_viewer_or_a_read_
     frames = asyncio.run(websocket_frames(server.url, login_cookie(server.url, viewer.username), [r.pk for r in runs], push_live))
     assert len(frames) >= len(runs)
     bodies.update({f"frame {i}": frame for i, frame in enumerate(frames)})
-    leaks = {part: _visible(values, bodies) for part, values in planted.items()}
+    leaks = _visible(planted, bodies)
     for part, values in planted.items():
         print(f"{part}: {len(leaks[part])} of {len(values)} planted values visible")  # the figure of docs/redaction.md
     assert leaks["TUNE"] == {}, leaks
