@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 
 from experiments.models import Experiment, Membership, role_at_least
-from state.secrets import STAMP_SQL
+from state.secrets import stamp_sql
 from state.services_redaction import mark_in_scope, read_known_stamp
 
 
@@ -32,9 +32,8 @@ def get_experiment_or_404(request: HttpRequest, slug: str) -> tuple[Experiment, 
     return experiment, experiment.awp_role  # type: ignore[attr-defined]
 
 
-# The experiment's known-secret stamp as a column of the look-up above: state.secrets.STAMP_SQL, correlated with
-# the experiment's row (inside the subquery, `id` and `experiment_id` are the known secret's own columns).
-KNOWN_STAMP_SQL = STAMP_SQL.replace("%s", '"experiments_experiment"."id"')
+# The experiment's known-secret stamp as a column of the look-up above, correlated with the experiment's row.
+KNOWN_STAMP_SQL = stamp_sql('"experiments_experiment"."id"')
 
 
 @lru_cache(maxsize=2)

@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 from awp_site.live import Viewer, register_experiment_fragment, register_run_fragment
 from experiments import presenters, run_charts
 from experiments.models import Event, Experiment, IngestProblem, Run
-from state.secrets import STAMP_SQL
+from state.secrets import stamp_sql
 from state.services_redaction import redact_for
 
 
@@ -34,7 +34,7 @@ def frame_run(run_pk: int) -> Run:
     the freshness stamp of the experiment's known secrets for the frame's redaction (state.secrets.STAMP_SQL)."""
     runs = Run._meta.db_table
     problems = RawSQL(f"SELECT count(*) FROM {IngestProblem._meta.db_table} WHERE run_id = {runs}.id", ())
-    stamp = RawSQL(STAMP_SQL.replace("%s", f"{runs}.experiment_id"), ())
+    stamp = RawSQL(stamp_sql(f"{runs}.experiment_id"), ())
     return Run.objects.select_related("experiment", "parent").annotate(problem_count=problems, known_stamp=stamp).get(pk=run_pk)
 
 

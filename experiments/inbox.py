@@ -54,7 +54,7 @@ from experiments.push import (
     token_use_allowed,
 )
 from experiments.pushed import quick_batch
-from state.secrets import STAMP_SQL
+from state.secrets import stamp_sql
 from state.services_redaction import mark_in_scope
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ _ACCEPT = f"""
         RETURNING id
     )
     SELECT EXISTS (SELECT 1 FROM tok), EXISTS (SELECT 1 FROM drainer), (SELECT id FROM ins),
-           (SELECT pg_notify('{CHANNEL}', '') FROM ins), ({STAMP_SQL.replace("%s", "%s::bigint")})
+           (SELECT pg_notify('{CHANNEL}', '') FROM ins), ({stamp_sql("%s::bigint")})
 """
 
 # The oldest pending batch whose run has no older pending batch (taken by another drainer: locked, still pending).

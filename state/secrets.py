@@ -195,6 +195,12 @@ def _keys(value: Any) -> Iterable[str]:
 STAMP_SQL = "SELECT ARRAY[count(*), coalesce(max(id), 0)] FROM state_knownsecret WHERE experiment_id = %s"
 
 
+def stamp_sql(experiment_id: str) -> str:
+    """STAMP_SQL with the experiment's id given as SQL: a column of the statement it is a subquery of (correlated:
+    inside it, `id` and `experiment_id` are the known secret's own columns), or a typed parameter."""
+    return STAMP_SQL.replace("%s", experiment_id)
+
+
 def known_secrets_for(experiment_id: int | None, *, escaped: bool = False, stamp: tuple[int, int] | None = None) -> KnownSecrets:
     """The experiment's (None: the pool's) known secrets as one matcher; escaped=True also matches their
     HTML/JSON/URL forms. `stamp`: (count, max id) as STAMP_SQL read it just now (no query then)."""
