@@ -11,12 +11,13 @@ import contextvars  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 import django  # noqa: E402
-import django.db  # noqa: E402
 from asgiref.sync import ThreadSensitiveContext, sync_to_async  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core import signals  # noqa: E402
 from django.core.exceptions import RequestAborted  # noqa: E402
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix  # noqa: E402
+from django.db import close_old_connections, connections  # noqa: E402
 from django.http import FileResponse  # noqa: E402
 from django.urls import set_script_prefix  # noqa: E402
 
@@ -79,14 +80,16 @@ class PooledASGIHandler(ASGIHandler):
         if not response.streaming:
             response.content  # noqa: B018 -- rendered here, in this thread, before request_finished
             response.close()  # request_finished: the database connection goes back to the pool
+        else:
+            # Its iterator reads in a thread of its own, where its close sends request_finished: the view's connection
+            # goes back to the pool now, not when this thread next serves a request.
+            close_old_connections()
         body_file.close()
         return response
 
 
 django.setup(set_prefix=False)
 # Serve /static/ (htmx, app JS and CSS) from the ASGI app itself, so daphne alone is a working site.
-from django.conf import settings  # noqa: E402
-
 django_asgi_app = ASGIStaticFilesHandler(PooledASGIHandler(threads=max(4, settings.AWP_DB_POOL_MAX)))
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
@@ -101,7 +104,7 @@ from memory_mcp.asgi import McpMount  # noqa: E402
 exit_unless_pgvector()
 # The check's connection goes back to the pool: the main thread serves no request, and kept, it held one of the
 # pool's connections for the life of the worker (with AWP_DB_POOL_MAX=1, every request waited for it in vain).
-django.db.connections.close_all()
+connections.close_all()
 mask_daphne_access_log()
 
 application = ProtocolTypeRouter(

@@ -52,6 +52,34 @@ def test_a_streamed_export_through_daphne_is_whole_and_masked(live_server_factor
     assert secret not in answer.text and all(secret not in str(row) for row in rows)
 
 
+def test_streamed_exports_hand_their_views_connections_back(live_server_factory):
+    # Two pooled connections, three exports at once: each view's thread must give its connection back when the view
+    # returns (its stream reads in a thread of its own and needs one too), or the streams wait for the pool in vain.
+    server = live_server_factory(AWP_EMBEDDER="none", AWP_DB_POOL_MAX="2", AWP_DB_POOL_TIMEOUT="10")
+    experiment = make_experiment(slug="threads")
+    cookie = session_cookies([make_member(experiment, "viewer")])[0]
+    token = make_token(experiment, ["ingest"])
+    assert push(server.url, token, "r1", [run_start("r1"), *log_events(300, prefix="x")]).status_code == 200
+    from experiments.models import Run
+
+    url = f"{server.url}/experiments/{experiment.slug}/runs/{Run.objects.get(run_id='r1').pk}/export/events.csv"
+    answers: list[object] = []
+
+    def export() -> None:
+        try:
+            answers.append(requests.get(url, headers={"Cookie": cookie}, timeout=30))
+        except requests.RequestException as exc:
+            answers.append(exc)
+
+    for _ in range(3):
+        threads = [threading.Thread(target=export) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert all(getattr(a, "status_code", None) == 200 and len(a.text.splitlines()) == 302 for a in answers), answers  # type: ignore[attr-defined]
+
+
 def test_many_more_concurrent_pages_than_threads_all_answer_and_hand_their_connections_back(live_server_factory):
     # Two threads and two pooled connections for forty users at once: they queue for a thread, never for a
     # connection (a 503 or a 500 here), and when they are done the worker holds no more than its pool.
