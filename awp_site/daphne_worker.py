@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+import daphne.http_protocol
 import daphne.server
 from daphne.cli import CommandLineInterface
 from twisted.internet.endpoints import AdoptedStreamServerEndpoint, serverFromString
@@ -29,8 +30,20 @@ def server_from_string(reactor: Any, description: str) -> Any:
     return AdoptedStreamServerEndpoint(reactor, fileno, family)
 
 
+class BodyAsItCame(daphne.http_protocol.WebRequest):
+    """daphne's request without Twisted's form parsing. Twisted parses every POST's Content-Type with the email
+    package (to look for a form) and would copy a form body into `request.args`; daphne never reads `args` (it hands
+    the raw body to the application, where Django parses it once). A one-event push spent ~0.07 ms of its worker's
+    CPU on that parse (py-spy)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parsePOSTFormSubmission = False
+
+
 def main() -> None:
     daphne.server.serverFromString = server_from_string  # type: ignore[attr-defined]
+    daphne.http_protocol.WebRequest = BodyAsItCame  # type: ignore[misc]  # what daphne's HTTPFactory builds
     CommandLineInterface.entrypoint()
 
 

@@ -73,3 +73,24 @@ def test_workers_share_one_socket_ctrl_c_stops_all_and_a_restart_keeps_the_data(
     finally:
         assert stop(proc) == []
     assert sorted(Event.objects.filter(run__run_id="served").values_list("seq", flat=True)) == list(range(1, 14))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_hands_a_broken_form_body_to_the_api_which_names_what_is_wrong():
+    """The workers do not parse forms themselves (Twisted would read every POST's Content-Type, copy a form into
+    memory it never uses, and answer a broken multipart body with a bare 400 of its own and a closed socket): the
+    API answers it, with its code, and the next request on the same connection is served."""
+    token = make_token(make_experiment(slug="forms"))
+    port = free_port()
+    proc = serve(port, workers=1)
+    try:
+        session = requests.Session()
+        url, auth = f"http://127.0.0.1:{port}/api/v1/ingest", {"Authorization": f"Bearer {token}"}
+        broken = session.post(url, data=b"no parts here", headers={**auth, "Content-Type": "multipart/form-data; boundary=x"}, timeout=30)
+        assert broken.status_code in (400, 415), broken.text
+        assert broken.headers["Content-Type"].startswith("application/json")
+        assert broken.json()["code"]
+        events = [{"kind": "run.start", "idempotency_key": "s", "payload": {}}]
+        assert session.post(url, json={"run_id": "after", "events": events}, headers=auth, timeout=30).status_code == 200
+    finally:
+        assert stop(proc) == []
