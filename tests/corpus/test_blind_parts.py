@@ -1,4 +1,4 @@
-"""Each blind part of the secret corpus (HOLDOUT2 to HOLDOUT15) is sound by itself:
+"""Each blind part of the secret corpus (HOLDOUT2 to HOLDOUT16) is sound by itself:
 its planted values are in its texts, its shapes, seed and values are new against every part written before it,
 and it is deterministic.
 
@@ -26,6 +26,7 @@ from tests.corpus.secrets.holdout12 import generate as holdout12
 from tests.corpus.secrets.holdout13 import generate as holdout13
 from tests.corpus.secrets.holdout14 import generate as holdout14
 from tests.corpus.secrets.holdout15 import generate as holdout15
+from tests.corpus.secrets.holdout16 import generate as holdout16
 from tests.corpus.secrets.tune import generate as tune
 
 # In the order they were written, with the least credential and clean documents each promised.
@@ -44,6 +45,7 @@ PARTS: list[tuple[ModuleType, int, int]] = [
     (holdout13, 250, 45),
     (holdout14, 330, 50),
     (holdout15, 360, 55),
+    (holdout16, 400, 62),
 ]
 WRITTEN_BEFORE = [tune, holdout]
 IDS = [part.__name__.split(".")[-2] for part, _, _ in PARTS]
