@@ -42,6 +42,7 @@ from tests.corpus.secrets.holdout12 import generate as holdout12  # noqa: E402
 from tests.corpus.secrets.holdout13 import generate as holdout13  # noqa: E402
 from tests.corpus.secrets.holdout14 import generate as holdout14  # noqa: E402
 from tests.corpus.secrets.holdout15 import generate as holdout15  # noqa: E402
+from tests.corpus.secrets.holdout16 import generate as holdout16  # noqa: E402
 from tests.corpus.secrets.tune import generate as tune  # noqa: E402
 
 Detector = Callable[[str], set[str]]
@@ -145,8 +146,9 @@ def measure(name: str, detect: Detector, docs: list[Document], sensitive: frozen
 # spent in round 8: their misses were read to find the classes it added; HOLDOUT6 and HOLDOUT7 in round 9;
 # HOLDOUT8 and HOLDOUT9 in round 10; HOLDOUT10 in round 11; HOLDOUT11, written blind in round 11, in round 12;
 # HOLDOUT12, written blind in round 12, in round 13; HOLDOUT13, written blind in round 13, in round 14; HOLDOUT14,
-# written blind in round 14, in round 15). HOLDOUT15, written blind in round 15, is the blind part now.
-BLIND: tuple[str, ...] = ("HOLDOUT15",)
+# written blind in round 14, in round 15). HOLDOUT15, written blind in round 15, and HOLDOUT16, written blind in
+# round 16, are the blind parts now.
+BLIND: tuple[str, ...] = ("HOLDOUT15", "HOLDOUT16")
 
 
 def main() -> None:
@@ -167,6 +169,7 @@ def main() -> None:
     parser.add_argument("--holdout13", action="store_true", help="also print the HOLDOUT13 figures (written blind, round 13; spent in round 14)")
     parser.add_argument("--holdout14", action="store_true", help="also print the HOLDOUT14 figures (written blind, round 14; spent in round 15)")
     parser.add_argument("--holdout15", action="store_true", help="also print the HOLDOUT15 figures (written blind, round 15; figures only)")
+    parser.add_argument("--holdout16", action="store_true", help="also print the HOLDOUT16 figures (written blind, round 16; figures only)")
     parser.add_argument("--missed", action="store_true", help="list the shapes a candidate missed (never for a part in BLIND: it stays blind)")
     args = parser.parse_args()
     sensitive = default_sensitive()
@@ -201,6 +204,8 @@ def main() -> None:
         parts["HOLDOUT14"] = holdout14.documents()
     if args.holdout15:
         parts["HOLDOUT15"] = holdout15.documents()
+    if args.holdout16:
+        parts["HOLDOUT16"] = holdout16.documents()
     print(f"load average {os.getloadavg()}")
     for part, docs in parts.items():
         print(f"\n{part}: {sum(len(d.secrets) for d in docs)} planted values in {len(docs)} documents")
