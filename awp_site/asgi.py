@@ -90,7 +90,8 @@ class PooledASGIHandler(ASGIHandler):
 
 django.setup(set_prefix=False)
 # Serve /static/ (htmx, app JS and CSS) from the ASGI app itself, so daphne alone is a working site.
-django_asgi_app = ASGIStaticFilesHandler(PooledASGIHandler(threads=max(4, settings.AWP_DB_POOL_MAX)))
+django_handler = PooledASGIHandler(threads=max(4, settings.AWP_DB_POOL_MAX))
+django_asgi_app = ASGIStaticFilesHandler(django_handler)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -99,6 +100,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from awp_site.db import exit_unless_pgvector  # noqa: E402
 from awp_site.logging import mask_daphne_access_log  # noqa: E402
 from awp_site.routing import websocket_urlpatterns  # noqa: E402
+from experiments.push_edge import PushAtTheEdge  # noqa: E402
 from memory_mcp.asgi import McpMount  # noqa: E402
 
 exit_unless_pgvector()
@@ -109,8 +111,9 @@ mask_daphne_access_log()
 
 application = ProtocolTypeRouter(
     {
-        # /mcp/ is the Model Context Protocol server (memory_mcp); everything else is Django.
-        "http": McpMount(django_asgi_app),
+        # /mcp/ is the Model Context Protocol server (memory_mcp); a one-event push the edge can take is answered on
+        # the event loop (experiments.push_edge); everything else is Django.
+        "http": McpMount(PushAtTheEdge(django_asgi_app, threads=django_handler.threads)),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -76,6 +76,13 @@ class SessionUser(APIKeyCookie):
 
     param_name = "sessionid"
 
+    def _get_key(self, request: HttpRequest) -> str | None:
+        # Without a session cookie there is no session to forge a request with: no CSRF check, and a caller whose
+        # bearer token was refused (revoked, unknown) hears 401 `unauthorized`, not 403 "CSRF check Failed".
+        if self.param_name not in request.COOKIES:
+            return None
+        return super()._get_key(request)
+
     def authenticate(self, request: HttpRequest, key: str | None) -> Caller | None:
         if request.user.is_authenticated:
             return Caller(user=request.user, token=None)

@@ -24,6 +24,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "object-src 'none'",
     ]
 )
+PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=()"
 
 
 class LoginRequiredEverywhere:
@@ -52,7 +53,7 @@ class SecurityHeaders:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-        response.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+        response.setdefault("Permissions-Policy", PERMISSIONS_POLICY)
         return response
 
 

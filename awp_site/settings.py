@@ -132,6 +132,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The hot statements that prepare themselves on the server (awp_site.db.prepared_cursor: the one-event push); 0 for
 # a pooler that cannot hold prepared statements (PgBouncer in transaction mode before 1.21).
 AWP_PREPARED_STATEMENTS = os.environ.get("AWP_PREPARED_STATEMENTS", "1") != "0"
+# A one-event push is answered on the worker's event loop, on one connection of its own per worker (one more than
+# AWP_DB_POOL_MAX, opened at the first such push), instead of through a request thread and Django's stack
+# (experiments.push_edge); AWP_PUSH_EDGE=0 sends every push through Django.
+AWP_PUSH_EDGE = os.environ.get("AWP_PUSH_EDGE", "1") != "0"
 
 # Channel layer: Redis when REDIS_URL is set, else the Postgres LISTEN/NOTIFY layer (crosses processes).
 REDIS_URL = os.environ.get("REDIS_URL", "")

@@ -58,6 +58,8 @@ class KnownToken:
     protocol_md5: str  # md5 of the experiment's protocol as Postgres prints it (what needs_projection read)
 
 
+COUNTED_RATES = "awp.counted_rates"  # the ASGI scope's key for what experiments.push_edge counted before handing on
+
 _tokens: dict[str, KnownToken] = {}  # hashed secret -> token
 _lock = threading.Lock()
 MAX_TOKENS = 1000
@@ -71,6 +73,10 @@ def view(
 
     @csrf_exempt  # as ninja's own views: a bearer token needs no CSRF token; the general path checks a session's
     def ingest(request: HttpRequest) -> HttpResponse:
+        counted = getattr(request, "scope", {}).get(COUNTED_RATES)
+        if counted is not None:  # experiments.push_edge counted this attempt and handed it on: the general path's
+            request.awp_counted_rates = counted  # type: ignore[attr-defined]
+            return general(request)
         if request.method == "POST":
             try:
                 answer = (first(request) if first is not None else None) or one_statement_push(request)
@@ -130,11 +136,16 @@ def one_statement_push(request: HttpRequest) -> HttpResponse | None:
 def _one_event(request: HttpRequest) -> tuple[Any, str, str | None]:
     """(the event, run id, experiment slug) of a body holding one valid event; (None, "", None) for any other.
     The body is read once: the general path's parser takes the value (or the refusal) from the request."""
-    nothing = None, "", None
     try:
         value = request_json(request)
     except ApiError:
-        return nothing
+        return None, "", None
+    return one_event_of(value)
+
+
+def one_event_of(value: Any) -> tuple[Any, str, str | None]:
+    """(the event, run id, experiment slug) of a parsed body holding one valid event; (None, "", None) for any other."""
+    nothing = None, "", None
     if type(value) is not dict or not value.keys() <= BATCH_FIELDS:
         return nothing
     run_id, events, slug = value.get("run_id"), value.get("events"), value.get("experiment")
@@ -197,6 +208,11 @@ def known_token(hashed: str) -> KnownToken | None:
     return _tokens.get(hashed) or _load_token(hashed)
 
 
+def loaded_token(hashed: str) -> KnownToken | None:
+    """The token with this hash if this process has loaded it (never a query: experiments.push_edge's look-up)."""
+    return _tokens.get(hashed)
+
+
 def forget_token(hashed: str) -> None:
     """Drop a token the rows said is no longer what this process saw (revoked, rescoped, experiment changed)."""
     with _lock:
@@ -230,6 +246,14 @@ def _write(
     token: KnownToken, hashed: str, run_id: str, event: Any, notify: tuple[str, list[Any]]
 ) -> tuple[Any, ...]:
     """The one statement: (token valid, run id or None, run head, seq of a duplicate, new seq, known-secret stamp)."""
+    with prepared_cursor() as cursor:
+        cursor.execute(*write_statement(token, hashed, run_id, event, notify))
+        valid, run_pk, head, known, seq, _notified, stamp = cursor.fetchone()
+    return valid, run_pk, head, known, seq, stamp
+
+
+def write_statement(token: KnownToken, hashed: str, run_id: str, event: Any, notify: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
+    """The one statement's text and parameters (the same text for every push: each connection prepares it once)."""
     now = timezone.now()
     notify_sql, notify_params = notify
     experiment_id = Int8(token.experiment.pk)
@@ -239,10 +263,7 @@ def _write(
         event.kind, event.agent_id, event.iteration, event.depth, event.occurred_at, now, event.payload_bytes.decode(), event.dedupe_key, event.ts_source,
         now, *notify_params, experiment_id,
     ]  # fmt: skip
-    with prepared_cursor() as cursor:
-        cursor.execute(_statement(notify_sql), params)
-        valid, run_pk, head, known, seq, _notified, stamp = cursor.fetchone()
-    return valid, run_pk, head, known, seq, stamp
+    return _statement(notify_sql), params
 
 
 @lru_cache(maxsize=4)

@@ -226,6 +226,15 @@ def known_secrets_for(experiment_id: int | None, *, escaped: bool = False, stamp
     return cached[2]
 
 
+def compiled_known_secrets(experiment_id: int, *, stamp: tuple[int, int], escaped: bool = False) -> KnownSecrets | None:
+    """known_secrets_for's matcher when this process has it compiled at `stamp` already, else None; never queries
+    (for a caller on an event loop, experiments.push_edge)."""
+    cached = _cache.get(experiment_id)
+    if cached is None or cached[0] != stamp:
+        return None
+    return cached[2] if escaped else cached[1]
+
+
 def forget_cache() -> None:
     """Drop every compiled matcher (tests that reuse experiment ids across databases)."""
     with _lock:
