@@ -531,9 +531,10 @@ def _blank(match: re.Match[str]) -> str:
 # letters and digits with a mark inside. Too short for the pass above; unannounced, it stands as a positional
 # argument (`htpasswd -b file user 'Gr8!Pass#77'`), after a slash (`admin / Sunflower#2931`) or in a WIFI: code.
 # Tokens end at spaces, quotes, brackets and `,;|<>`, and at `=`, `:` (`P:Blue$Tiger!88`, `user:pw`).
-_TYPED = re.compile(r"(?<![^\s'\"`=:;,|<>()\[\]{}])[A-Za-z0-9][^\s'\"`=:;,|<>()\[\]{}]{6,38}[^\s'\"`=:;,|<>()\[\]{}.]")
+# Round 16: in any alphabet (`știucăPădure365#`, `розаСлънце7953#`, `ดาวแมว9629*`): a letter of any script may start it.
+_TYPED = re.compile(r"(?<![^\s'\"`=:;,|<>()\[\]{}])[^\W_][^\s'\"`=:;,|<>()\[\]{}]{6,38}[^\s'\"`=:;,|<>()\[\]{}.]")
 _TYPED_MARKS = "!#$&*?@^~"
-_TYPED_HINT = re.compile(r"[A-Za-z0-9][!#$&*?@^~]")
+_TYPED_HINT = re.compile(r"[^\W_][!#$&*?@^~]")
 # What such a token is when it is no password: an address or a host (`deploy@web-01`, `ops@example.org`), a
 # package pinned by version (`lodash@4.17.21`), an issue or a line (`PR#4521`, `page.html#part2`), code (`a!=b`,
 # `x&&y`, `Outer$Inner1.run`), a query string (`?page=2&limit=50`).
@@ -562,9 +563,9 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
             continue
         if all(value[i] == "?" for i in marks) and not _quoted_argument(text, match.start(), match.end(), value):
             continue  # a question's mark, unless the token is a whole quoted argument (`register … 'Harbor42?'`)
-        if _DIGIT.search(value) is None or _LETTERS.search(value) is None or "/" in value or "\\" in value:
+        if _DIGIT.search(value) is None or _ANY_LETTER.search(value) is None or "/" in value or "\\" in value:
             continue
-        if marks == [len(value) - 1] and not (_LOWER.search(value) and _UPPER.search(value)):
+        if marks == [len(value) - 1] and not _two_cases_or_caseless(value):
             continue  # `team2024!` closes a sentence; `Winter2024!` is a password
         if _ADDRESS.fullmatch(value) or _REF.fullmatch(value) or _TYPED_CODE.search(value) or _VERSION_PIN.fullmatch(value):
             continue
@@ -573,6 +574,20 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
         if _harmless(text, match.start(), match.end(), sensitive):
             continue
         yield match.span()
+
+
+_ANY_LETTER = re.compile(r"[^\W\d_]")
+_CLOSING_MARKS = "!?"
+
+
+def _two_cases_or_caseless(value: str) -> bool:
+    """Whether a value with its one mark at the end is a password, not a sentence's last word: lower and upper case
+    in any alphabet (`Winter2024!`, `зимаМедведь7014#`), or (round 16) letters of a script without case (Thai, kana,
+    Han, Hangul) then a mark that closes no sentence (`ดาวแมว9629*`, `ほしうみ2187#`)."""
+    letters = [char for char in value if char.isalpha()]
+    if any(char.islower() for char in letters) and any(char.isupper() for char in letters):
+        return True
+    return value[-1] not in _CLOSING_MARKS and bool(letters) and all(char.lower() == char.upper() for char in letters)
 
 
 def _quoted_argument(text: str, start: int, end: int, value: str) -> bool:
@@ -613,7 +628,7 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True  # what a prompt echoes for each character typed (`········`, `••••••••`), not what was typed
     if _CLOSING_TAG.match(value):
         return True  # the markup after a label (`Password:</b> …`): the value, if any, follows it
-    if _SENTENCE.search(value) or _BLOCK_KEY.fullmatch(value):
+    if (_SENTENCE.search(value) and not _WORD_THEN_NUMBER.fullmatch(value)) or _BLOCK_KEY.fullmatch(value):
         return True  # a sentence in a script written without spaces (`…に設定してください。`), a key opening a block
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
@@ -673,6 +688,8 @@ _CLOSING_TAG = re.compile(r"</[A-Za-z][\w:.\-]*>")
 # Class (round 13): a sentence where a value was looked for: a CJK full stop or comma, or kana particles in a row
 # (`パスワードは12文字以上に設定してください。`: the rule, not a password).
 _SENTENCE = re.compile(r"[。、]|[\u3040-\u309f]{3}")
+# Round 16: no sentence is a word then a number and a mark, glued (`ほしうみ2187#`: a password typed in kana).
+_WORD_THEN_NUMBER = re.compile(r"[^\W\d_]{2,}\d{2,}[!#$%&*?@^~._-]?")
 # Class (round 13): a YAML or INI key that opens a block (`secretKeys:` under `auth:`), no value of its own.
 _BLOCK_KEY = re.compile(r"[A-Za-z][A-Za-z_\-]*:")
 # Class: one masking character repeated (a masked echo: `getpass`'s dots, a form's bullets, stars).
