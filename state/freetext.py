@@ -103,6 +103,7 @@ _JOIN = re.compile(
 )
 _SIGNATURE_HEADER = re.compile(r"(?:[A-Za-z0-9]+-)+(?i:signature)(?:-\d+)?")
 _SETTER = re.compile(r"(?<![A-Za-z0-9])(?:set|with|Set|With)_?[A-Z_]\w*\Z")
+_CALL_NAME = re.compile(r"""\w[ \t]*\([ \t]*["'][\w.\-]{0,80}\Z""")
 _ARGV_FLAG = re.compile(r"""(?<![\w"'])(["'])-{1,2}[\w.-]+\1\Z""")
 _CSV_NAME_CELL = re.compile(r'[ \t]*"[^",\n]{0,40}')
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
@@ -387,8 +388,9 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     # Round 14: the password glued to `-p` in quotes too (`mysql -uroot -p'…'`).
     _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
           r"[ \t]--password[ \t]+" + _VALUE),
-    _tool("redis-cli", r"redis-cli", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
-    _tool("sshpass", r"sshpass", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
+    # Round 16: the value quoted too (`redis-cli -a '…'`).
+    _tool("redis-cli", r"redis-cli", r"""[ \t]-[ap][ \t]*(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))"""),
+    _tool("sshpass", r"sshpass", r"""[ \t]-[ap][ \t]*(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))"""),
     _tool("curl", r"curl", r"[ \t](?:-u|--user|-U|--proxy-user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
     # ldappasswd's bind, new and old passwords (`-w`, `-s`, `-a`; in ldapsearch `-s` is a scope, `-a` a deref).
     _tool("ldappasswd", r"ldappasswd", r"[ \t]-[wsa][ \t]+" + _VALUE),
@@ -491,6 +493,23 @@ _EXPECT_SEND = re.compile(r"send: sending \"(?P<secret>[^\"\\\n]+)\\r\"")
 _PROMPT = re.compile(r"(?i)(?:password|passphrase|passcode|pin)[^\n]*:")
 
 
+CONTINUED_LINES = 12  # how many continued lines one command may take (` \` at a line's end)
+_CONTINUED = re.compile(r"[ \t][\\`^][ \t]*\r?\Z")
+
+
+def _command_end(text: str, pos: int) -> int:
+    r"""The end of the command line holding pos: (round 16) a line that ends in ` \` (a shell's; PowerShell's
+    backtick, cmd's caret) goes on on the next (`curl -X POST "…" \` then `--user svc:…` under it)."""
+    for _ in range(CONTINUED_LINES):
+        line_end = text.find("\n", pos)
+        if line_end == -1:
+            return len(text)
+        if _CONTINUED.search(text, max(pos, line_end - 4), line_end) is None:
+            return line_end
+        pos = line_end + 1
+    return line_end
+
+
 def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
     lowered = text.lower()
     ran: set[re.Pattern[str]] = set()  # a form two signs share (`-u`, `--user`) is read once
@@ -506,8 +525,7 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
         assert command.word is not None
         word = command.word.search(text)
         while word is not None:
-            line_end = text.find("\n", word.end())
-            line_end = len(text) if line_end == -1 else line_end
+            line_end = _command_end(text, word.end())
             for flag in command.flags:
                 for match in flag.finditer(text, word.end(), line_end):
                     yield match.span("secret")
@@ -889,10 +907,16 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         quoted = _QUOTED_VALUE.match(text, at)
         return (quoted.start(2), quoted.end(2), False) if quoted else None
     if kind == "argv":
-        if _ARGV_FLAG.search(text, max(0, name_start - NAME_REACH), pos) is None:
+        if _ARGV_FLAG.search(text, max(0, name_start - NAME_REACH), pos) is not None:
+            quoted = _QUOTED_VALUE.match(text, at)
+            return (quoted.start(2), quoted.end(2), True) if quoted else None
+        if _CALL_NAME.search(text, max(0, name_start - 40), name_start) is None:
             return None
+        # Round 16: a call given a name then its value (PHP's `define('DB_PASSWORD', '…')`, a browser's
+        # `user_pref("….password", "…")`): the value a literal of one word, closing the call.
         quoted = _QUOTED_VALUE.match(text, at)
-        return (quoted.start(2), quoted.end(2), True) if quoted else None
+        closed = quoted is not None and re.match(r"[ \t]*[),]", text[quoted.end() : quoted.end() + 8]) is not None
+        return (quoted.start(2), quoted.end(2), False) if quoted and closed and not any(c.isspace() for c in quoted.group(2)) else None
     if kind == "call":
         if _SETTER.search(text[name_start:name_end]) is None:
             return None
@@ -1092,7 +1116,7 @@ def _glued_value(text: str, end: int) -> tuple[int, int] | None:
     no word has (twelve or more, a vowel at most in five: `kmwbwxcnrlbnlzcj`)."""
     join = GLUED_JOIN.match(text, end)
     if join is None:
-        return None
+        return _glued_directive(text, end)
     at = join.end()
     while at < len(text) and text[at] in " \t\"'":
         at += 1
@@ -1104,6 +1128,19 @@ def _glued_value(text: str, end: int) -> tuple[int, int] | None:
         return None
     vowels = sum(char in "aeiouAEIOU" for char in value)
     return bare if credential_shaped(value) or len(value) >= 12 and value.isalpha() and vowels * 5 <= len(value) else None
+
+
+# Round 16: a configuration's directive, a glued name at a line's start then its value after a space, last on the line
+# (redis.conf's `requirepass …`, `masterpass …`; grep's `1043:` before it).
+_DIRECTIVE_START = re.compile(r"(?:^|\n)[ \t]*(?:[\w./-]{1,80}:)?(?:\d{1,7}[:-])?[\w-]{0,40}\Z")
+_DIRECTIVE_VALUE = re.compile(r"[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"]{8,128})(?P=q)[ \t]*(?:\r?\n|\Z)")
+
+
+def _glued_directive(text: str, end: int) -> tuple[int, int] | None:
+    value = _DIRECTIVE_VALUE.match(text, end)
+    if value is None or _DIRECTIVE_START.search(text, max(0, end - 200), end) is None:
+        return None
+    return value.span("secret") if credential_shaped(value.group("secret")) and is_maskable(value.group("secret")) else None
 
 
 # Words joined by one dash, dot or underscore, as diceware and password managers write a passphrase.
