@@ -384,6 +384,22 @@ def _shared_form(sign: str, form: re.Pattern[str]) -> CredentialCommand:
     return CredentialCommand(sign, re.compile("(?i:" + re.escape(sign) + ")"), form=form)
 
 
+# Class (round 16): what a client sends IRC's NickServ to log in (`/msg NickServ IDENTIFY [nick] …`, `/ns identify …`,
+# `PRIVMSG NickServ :IDENTIFY …`, in an autosendcmd or a log): the last argument is the password.
+_IDENTIFY = re.compile(
+    r"(?i:(?:nickserv|/ns|\bns)[ \t]*:?[ \t]*identify)[ \t]+(?:[^\s;'\"]{1,32}[ \t]+)?(?P<secret>[^\s;'\"]{6,128})(?=[;'\"\s]|\Z)"
+)
+# Class (round 16): ipsec.secrets' lines other than a PSK's: `selector : EAP "…"`, `XAUTH`, `NTLM`, `PIN`, `PSK` (any
+# selector, quoted or bare).
+_IPSEC_SIGNS = (": psk", ": eap", ": xauth", ": ntlm", ": pin")
+_IPSEC_SECRET = re.compile(r"(?m)[ \t]:[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,256}|[^\s\"']{6,256}))(?P=q)[ \t]*\r?$")
+# Class (round 16): net-snmp's v3 user in snmpd.conf (`createUser name SHA-256 "auth pass" AES "priv pass"`): the
+# pass phrase after the authentication protocol, and the one after the privacy protocol.
+_SNMP_USER = (
+    re.compile(r"(?im)^[ \t]*createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-\d{3})?)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,128}|[^\s\"']{6,128}))(?P=q)"),
+    re.compile(r"(?im)^[ \t]*createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-\d{3})?)[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+"
+               r"(?:DES|AES(?:-?\d{3}C?)?)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,128}|[^\s\"']{6,128}))(?P=q)"),
+)
 COMMANDS: tuple[CredentialCommand, ...] = (
     # Round 14: the password glued to `-p` in quotes too (`mysql -uroot -p'…'`).
     _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
@@ -464,7 +480,39 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     *(_form("not found", r"(?i:not found)", form.pattern, _typed_by_mistake) for form in (_NOT_A_COMMAND, _NOT_A_COMMAND_ZSH)),
     _form("not recognized", r"(?i:not recognized)", _NOT_A_COMMAND_CMD.pattern, _typed_by_mistake),
     _form("wallet", r"(?i:wallet)", _SEED_LINE.pattern, _seed_line),
+    # Round 16's command classes (see above each form).
+    _form("identify", r"(?i:identify)[ \t]", _IDENTIFY.pattern, _shaped_or_digit),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", _IPSEC_SECRET.pattern) for sign in _IPSEC_SIGNS),
+    *(_form("createuser", r"(?i:createuser)[ \t]", form.pattern) for form in _SNMP_USER),
 )  # fmt: skip
+# Class (round 16): the lines of a file named for secrets (davfs2's `secrets`, ppp's `chap-secrets`, `ipsec.secrets`,
+# rsyncd's `rsyncd.secrets`), under its name in a comment or a `cat`: each line's last quoted field, or the password
+# of a line that is `user:password` alone.
+SECRETS_FILE_SIGN = "secrets"
+_SECRETS_FILE = re.compile(r"(?m)^(?:[ \t]*(?:#|//|;)[ \t]*|[^\n]{0,80}?(?<![\w-])cat[ \t]+)\S*[/.\-]secrets[ \t]*\r?\n")
+_LAST_QUOTED = re.compile(r"[ \t](?P<q>[\"'])(?P<secret>[^\"'\n]{6,256})(?P=q)[ \t]*\r?\Z")
+_USER_COLON_PASSWORD = re.compile(r"[ \t]*[\w.@+\-]{1,64}:(?P<secret>[^\s:]{6,128})[ \t]*\r?\Z")
+SECRETS_FILE_LINES = 40
+
+
+def _secrets_file_spans(text: str) -> Iterator[tuple[int, int]]:
+    for named in _SECRETS_FILE.finditer(text):
+        at = named.end()
+        for _ in range(SECRETS_FILE_LINES):
+            line_end = text.find("\n", at)
+            line_end = len(text) if line_end == -1 else line_end
+            line = text[at:line_end]
+            if not line.strip() or line.lstrip().startswith(("$ ", "# /", "#!")):
+                break  # a blank line, a prompt or another file's name ends it
+            if not line.lstrip().startswith(("#", ";")):
+                field = _LAST_QUOTED.search(line) or _USER_COLON_PASSWORD.fullmatch(line)
+                if field is not None and is_maskable(field.group("secret")):
+                    yield at + field.start("secret"), at + field.end("secret")
+            if line_end == len(text):
+                break
+            at = line_end + 1
+
+
 # Class (round 13): the codes a service gives for when the second factor is lost, one a line in a text that names them
 # (`GitHub recovery codes`, a sentence, then `5ce47-055zf` …): four lines or more of one shape, a digit in each.
 CODES_SIGN = " codes"
@@ -542,6 +590,8 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
                     begin = at + len(":".join(fields[:k])) + 1
                     yield begin, begin + len(value)
                 at += len(line)
+    if SECRETS_FILE_SIGN in lowered:
+        yield from _secrets_file_spans(text)
     if CODES_SIGN in lowered and _CODES_NAMED.search(text):
         yield from _code_block_spans(text)
     if EXPECT_SIGN in text:

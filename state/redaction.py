@@ -34,6 +34,7 @@ from state.freetext import (
     CRACKED_SIGN,
     EXPECT_SIGN,
     SECRET_BLOCK_SIGNS,
+    SECRETS_FILE_SIGN,
     SOURCE_SUFFIXES,
     WIFI_SIGNS,
     credential_shaped,
@@ -164,6 +165,8 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     CODES_SIGN: re.compile(r"(?i) codes\b"),
     **WIFI_SIGNS,
     **{sign: re.compile(r"(?i:" + sign + r")[ \t]*\{[ \t]*\r?\n") for sign in SECRET_BLOCK_SIGNS},
+    # Round 16: `secrets` both opens a block of them and ends a secrets file's name (one sign, one test for both).
+    SECRETS_FILE_SIGN: re.compile(r"(?i:secrets)[ \t]*(?:\{[ \t]*\r?\n|\r?\n|\\r?\\n)"),
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
 _PATTERN_HINT = re.compile(
