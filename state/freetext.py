@@ -97,7 +97,9 @@ _JOIN = re.compile(
     r"""|[\u0e00-\u0e7f]{0,60}?คือ[ \t]*|[\u0e80-\u0eff]{0,60}?(?:ແມ່ນ|ຄື)[ \t]*|[\u1780-\u17ff]{0,60}?(?:គឺ|គឺជា)[ \t]*)"""
     # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
     # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
-    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA_JOIN.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
+    # Round 16: a word of an Indic script holds its vowel signs and viramas (marks, no word characters to `\w`) and
+    # the joiners (`పంపిస్తున్నా`: "I am sending").
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_](?:[^\W\d_]|[\u0900-\u0dff\u200c\u200d]){0,19}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA_JOIN.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
@@ -1146,6 +1148,22 @@ _SET_NA = re.compile(
     r"(?:[ \t]+[^\W\d_]{1,20}(?:-[^\W\d_]{1,20})?){0,8}?[ \t]+(?i:změn|zmen|nastav|zmieni|ustawi)\w{0,6}[ \t]+na[ \t]+"
     r"(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)"
 )
+# Class (round 16): a value between the name and a postposition `to` with a verb of changing, as verb-final languages say
+# "changed it to" (Korean `비밀번호 … 로 바꿨어요`/`으로 변경`, Japanese `パスワードを … に変更しました`).
+_SET_BEFORE = re.compile(
+    r"(?:[ \t]*[^\W\d_]{1,12}){0,3}?[ \t]+(?P<q>['\"「]?)(?P<secret>[^\s'\"「」<>]{6,128}?)(?P=q)[ \t]*"
+    r"(?:으로|로|に)[ \t]*(?:바꿨|바꾸|바뀌|변경|설정|재설정|変更|設定|再設定)"
+)
+# Class (round 16): after the name, the clause says it was set anew, then `the new one is` (Chinese `密碼我重設了，新的是
+# …`, `密码改了，新密码是 …`; Japanese `新しいのは …`): the value after it, on the name's line.
+_NEW_ONE_IS = re.compile(
+    r"[^\n。]{0,24}?(?:新的是|新的为|新的為|新密码是|新密碼是|新しいのは|새\s?비밀번호는|새로운\s?건)[ \t]*(?P<q>['\"「]?)(?P<secret>[^\s'\"「」<>，。]{6,128}?)(?P=q)[.,;!?，。]*(?!\S)"
+)
+def _set_anew(value: str) -> bool:
+    """A value a password was set to: shaped as one, or letters of any script with digits (`사과별4185`)."""
+    return _password_like(value) or (any(c.isalpha() for c in value) and any(c.isdigit() for c in value) and _CODE_NAME.fullmatch(value) is None)
+
+
 # Class (round 15): a question for the password answered on the next line, a chat's turn (`Ana: what's the wifi password
 # again?` then `Bo: …`): the reply's first word, when it looks like a credential.
 _ASKED = re.compile(
@@ -1259,6 +1277,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                 yield set_to.span("secret")
         if not announcing and (set_na := _SET_NA.match(text, end)) is not None and _qualified_value(set_na.group("secret")):
             yield set_na.span("secret")
+        if not announcing and (before := _SET_BEFORE.match(text, end)) is not None and _set_anew(before.group("secret")):
+            yield before.span("secret")
+        if not announcing and (new_one := _NEW_ONE_IS.match(text, end)) is not None and _set_anew(new_one.group("secret")):
+            yield new_one.span("secret")
         if not announcing and (asked := _ASKED.match(text, end)) is not None and _password_like(asked.group("secret")):
             yield asked.span("secret")
         pair = None if announcing else _pair_value(text, start, end)
@@ -1298,6 +1320,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     yield from _listed_spans(text, sensitive)
     yield from _cli_spans(text)  # each command's sign looked for once
     yield from _typed_into_spans(text, sensitive)
+    yield from _login_clause_spans(text)
     if "env" in text or "ENV" in text:
         yield from _env_default_spans(text, sensitive)
     if " / " in text:
@@ -1307,6 +1330,58 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             found = _bare_value(text, said.start("secret"))
             if found is not None and _password_like(text[found[0] : found[1]]):
                 yield found
+
+
+# Class (round 16): a clause that says how to log in, ending in a colon, then the value on its line or alone on the next
+# (`per il pannello accedi con questa: …`, `ezzel tudsz belépni: …`, `buat masuk … pakai ini ya: …`, `用这个登录：…`,
+# `tu te connectes avec :` then the value): a login's verb within the clause, in the languages people write them; the
+# value must look like a password (three kinds of characters), no address, link or path. A heading of that kind
+# (`данные для входа:`) over a list: each item's value after its own label's colon.
+LOGIN_CLAUSE_SIGNS = (
+    "log in", "log on", "sign in", "accedi", "accedere", "entra con", "connectes", "connecter", "connectez", "connecte-toi",
+    "entrar", "acceder", "accede", "ingresa", "iniciar sesión", "inicia sesión", "acessar", "acesse", "anmelden",
+    "einloggen", "inloggen", "logga in", "belép", "masuk", "登录", "登入", "登陆", "ログイン", "로그인", "войти", "входа",
+    "вход", "zaloguj", "přihlás", "giriş", "đăng nhập", "conectează", "autentific",
+)  # fmt: skip
+_LOGIN_CLAUSE = re.compile(
+    r"(?i:" + "|".join(re.escape(sign) for sign in LOGIN_CLAUSE_SIGNS) + r")[^\n:：<>]{0,60}?[ \t]*[:：][ \t]*"
+    r"(?:(?P<next>\r?\n)[ \t]*)?(?P<secret>[^\s<>]{8,64})[ \t]*(?=\r?\n|\Z)"
+)
+_LOGIN_HEADING = re.compile(
+    r"(?i:" + "|".join(re.escape(sign) for sign in LOGIN_CLAUSE_SIGNS) + r")[^\n:：<>]{0,40}?[ \t]*[:：][ \t]*\r?\n"
+)
+_LOGIN_ITEM = re.compile(r"[ \t]*[-—–*•][ \t]*[^\n:：]{1,60}[:：][ \t]+(?P<secret>[^\s<>]{8,64})[ \t]*\r?(?:\n|\Z)")
+LOGIN_ITEMS = 8
+
+
+def _login_value(value: str) -> bool:
+    return (
+        _password_like(value.rstrip(_TRAILING) or value)
+        and "://" not in value
+        and _ADDRESS_LIKE.search(value) is None
+        and not value.startswith(("/", "~", "\\", "$", "%", "{", "("))
+    )
+
+
+_ADDRESS_LIKE = re.compile(r"@[\w-]+\.[\w.]+|^www\.")
+
+
+def _login_clause_spans(text: str) -> Iterator[tuple[int, int]]:
+    lowered = text.lower()
+    if not any(sign in lowered for sign in LOGIN_CLAUSE_SIGNS):
+        return
+    for clause in _LOGIN_CLAUSE.finditer(text):
+        if _login_value(clause.group("secret")):
+            yield clause.span("secret")
+    for heading in _LOGIN_HEADING.finditer(text):
+        at = heading.end()
+        for _ in range(LOGIN_ITEMS):
+            item = _LOGIN_ITEM.match(text, at)
+            if item is None:
+                break
+            if _login_value(item.group("secret")):
+                yield item.span("secret")
+            at = item.end()
 
 
 # What a browser test or an agent types into a page's field: Selenium's `send_keys`, Playwright's `fill`/`type`/

@@ -33,6 +33,7 @@ from state.freetext import (
     COMMANDS,
     CRACKED_SIGN,
     EXPECT_SIGN,
+    LOGIN_CLAUSE_SIGNS,
     SECRET_BLOCK_SIGNS,
     SECRETS_FILE_SIGN,
     SOURCE_SUFFIXES,
@@ -164,6 +165,7 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     CRACKED_SIGN: re.compile(r"--show\b"),
     CODES_SIGN: re.compile(r"(?i) codes\b"),
     **WIFI_SIGNS,
+    **dict.fromkeys(LOGIN_CLAUSE_SIGNS),  # round 16: a login's clause (`accedi con questa: …`)
     **{sign: re.compile(r"(?i:" + sign + r")[ \t]*\{[ \t]*\r?\n") for sign in SECRET_BLOCK_SIGNS},
     # Round 16: `secrets` both opens a block of them and ends a secrets file's name (one sign, one test for both).
     SECRETS_FILE_SIGN: re.compile(r"(?i:secrets)[ \t]*(?:\{[ \t]*\r?\n|\r?\n|\\r?\\n)"),
