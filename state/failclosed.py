@@ -179,6 +179,8 @@ IDENTIFIER_WORDS = frozenset({
     # Round 12: a serial number's abbreviation (`APP_CERT_SN`), the algorithms a password's hash is named by
     # (`Password_PBKDF2`, `pw_bcrypt`).
     "sn", "pbkdf2", "bcrypt", "scrypt", "argon2", "hashed",
+    # Round 16: Cloudflare's request id (`cf-ray: …`), the recipients a value is encrypted to (public keys).
+    "ray", "recipient", "recipients",
 })  # fmt: skip
 # Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
 # Round 12: ciphertext under its own name (a payment notification's `"ciphertext": …`) is content only its key opens.
@@ -349,6 +351,22 @@ def _hex_in_context(text: str, start: int, end: int, value: str) -> bool:
     return _HEX_CONTEXT.search(text, max(0, start - 300), min(len(text), end + 200)) is not None
 
 
+_BRACED_BASE64 = re.compile(r"\{[A-Za-z0-9+/]{22,}={0,2}\}")
+_FILE_AFTER = re.compile(r"(?: \*| {1,2})[^\s]+[ \t]*(?:\r?\n|\Z)")
+
+
+def _sealed_around(text: str, start: int, end: int) -> bool:
+    """Round 16: a piece of ciphertext in braces (Maven's `{…}`, cut at its `/`): sealed as the whole value is."""
+    opening = text.rfind("{", max(0, start - 200), start + 1)
+    closing = text.find("}", end - 1, end + 200)
+    return opening != -1 and closing != -1 and _BRACED_BASE64.fullmatch(text, opening, closing + 1) is not None
+
+
+def _digest_of_file(text: str, end: int, value: str) -> bool:
+    """Round 16: hex of a digest's length then a file's name, as `sha256sum`/`md5sum` print (`<hex>  model.bin`)."""
+    return len(value) in DIGEST_LENGTHS and _HEX.fullmatch(value) is not None and _FILE_AFTER.match(text, end) is not None
+
+
 def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> bool:
     value = text[start:end]
     if _harmless_form(value) or _HASH_NAMED_BEFORE.search(text, max(0, start - 12), start):
@@ -360,6 +378,8 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     # Class: a piece of a value a public key's name labels (a Z85 or base85 key cut at its `:`, `=`, `{`): public
     # as the whole value is.
     if _PUBLIC_LABEL.search(text, max(0, token_start - 40), token_start):
+        return True
+    if _sealed_around(text, start, end) or _digest_of_file(text, end, value):
         return True
     if _TYPED_KEY_PREFIX.search(text, max(0, start - 16), start):
         return True
@@ -493,7 +513,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 # Class (round 12): characters written as escapes that are no part of a token: RTF's `\uN?` (a document saved as RTF
 # writes every character beyond Latin-1 so: `\u4675?\u4616?` is a word of Tigrinya) and HTML's quotes (`&#x27;`,
 # `&quot;`: a Django debug page's `{&#x27;PASSWORD&#x27;: …}`), blanked as the line breaks are.
-_ESCAPED_CHARACTER = re.compile(r"\\[nrt]|\\{1,2}u-?\d{1,5}\?|&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
+# Round 16: `cat -v`'s caret notation of a NUL (`^@`), which joins /proc/<pid>/environ's entries, ends a token too.
+_ESCAPED_CHARACTER = re.compile(r"\^@|\\[nrt]|\\{1,2}u-?\d{1,5}\?|&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
 
 
 def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
@@ -501,7 +522,7 @@ def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str
     # A line break written as an escape (`\n` in iCalendar, a JSON string inside text, a log's repr) ends a token
     # as the break itself does: two spaces, so offsets stay. Read through, it glued the next word to a value (the
     # document learnt `value\nNext`, which masks nothing once the text is an event's JSON).
-    breaks = _ESCAPED_CHARACTER.sub(_blank, text) if "\\" in text or "&" in text else text
+    breaks = _ESCAPED_CHARACTER.sub(_blank, text) if "\\" in text or "&" in text or "^@" in text else text
     translated = " " + breaks.translate(_TABLE)  # offsets in `translated` are one more than in `text`
     blocks = public_blocks(text) if "-----BEGIN" in text else []
     if _VAULT_HEADER in text:
@@ -645,6 +666,8 @@ _PUBLIC_FORM = re.compile(
     # Round 15: an error tracker's DSN with its public key alone (Sentry's `https://<32 hex>@o1.ingest.sentry.io/42`, set
     # in a browser's code by design); a DSN with `:secret@` still holds a secret.
     r"|https?://[0-9a-f]{32}@[\w.-]+(?::\d+)?/\d+"
+    # Round 16: an age recipient (`age1…`, bech32): the public half, what sops and age encrypt to.
+    r"|age1[02-9ac-hj-np-z]{50,70}|age1[0-9a-z]{58}"
 )
 
 
@@ -665,6 +688,7 @@ _REFERENCE = re.compile(
     | \$\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)$ | `[^`\n]+`$ | \$\([\w.\-/]*$             # a command's output: $(op read …)
     | (?:process\.env|import\.meta\.env|window|globalThis|Deno\.env)(?:\.[\w$]+|\[[^\]\n]+\])+!?[;,]?$    # read at run time
     | os\.environ/[A-Za-z_]\w*$ | \$__(?:env|file|vault)\{[^{}\n]+\}$                     # round 15: LiteLLM's and Grafana's references
+    | @Microsoft\.(?:KeyVault|AppConfiguration)\([^()\n]+\)$                                # round 16: Azure's app settings' references
     | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
     | ![a-z][A-Za-z_-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                               # a YAML tag, a word (`!vault |`, `!secret db_pw`; not `!a2222…`)
     | (?:Read|Get|New|Import|Invoke|ConvertFrom|Select|Unprotect)-[A-Z]\w+(?:[ \t].*)?$       # a PowerShell cmdlet computes it (`Read-Host -AsSecureString`)
@@ -701,9 +725,15 @@ _ROW_COMMAS = 3  # a value holding three commas or more is a row of fields or a 
 # put before their ciphertext: dotenvx's `encrypted:…`, EJSON's `EJ[1:…]`, Cirrus CI's `ENCRYPTED[…]`, GoCD's
 # `AES:<iv>:<ciphertext>` (base64 both).
 _SEALED = re.compile(
-    r"ENC\[|\$ANSIBLE_VAULT;|vault:v\d+:|-----(?:BEGIN|END) PGP MESSAGE-----|AgB[A-Za-z0-9+/]{300}"
+    r"ENC\[|\$ANSIBLE_VAULT;|vault:v\d+:|-----(?:BEGIN|END) PGP MESSAGE-----"
     r"|(?i:encrypted)(?::[A-Za-z0-9+/]{16}|\[)|EJ\[\d+:|AES:[A-Za-z0-9+/]{16,}={0,2}:[A-Za-z0-9+/]{16}"
     r"|v1:(?=[A-Za-z0-9+/=:]*[+/=])[A-Za-z0-9+/]{8,}={0,2}(?::(?:v1:)?[A-Za-z0-9+/]{8,}={0,2})*$"
+    # Round 16: a sealed secret whatever its third character (`AgQ…`, `Agz…`); Maven's and Jenkins' encrypted password,
+    # base64 in braces (`{gM/…=}`, `{AQAAABAAAAAQ…}`); Rails' encrypted credentials (`<ciphertext>--<iv>--<tag>`);
+    # Bitwarden's cipher string (`2.<iv>|<ciphertext>|<mac>`).
+    r"|Ag[A-Za-z0-9+/]{300}|\{[A-Za-z0-9+/]{22,}={0,2}\}$"
+    r"|[A-Za-z0-9+/]{16,}={0,2}--[A-Za-z0-9+/]{12,}={0,2}--[A-Za-z0-9+/]{12,}={0,2}$"
+    r"|\d\.[A-Za-z0-9+/]{16,}={0,2}\|[A-Za-z0-9+/]{16,}={0,2}(?:\|[A-Za-z0-9+/]{16,}={0,2})?$"
 )
 # Class (round 12): a password's hash in the whole shape of its crypt(3) scheme (bcrypt, md5-crypt, sha-crypt,
 # yescrypt, argon2), whatever key holds it (AdGuard's `users: - password: $2y$10$…`): no typed password has it.
@@ -712,6 +742,8 @@ _CRYPT_HASH = re.compile(
     r"|\$(?:1|5|6|apr1)\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,86}"
     r"|\$y\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{43}"
     r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}"
+    # Round 16: Cisco's type 8 (PBKDF2) and type 9 (scrypt) secrets (`enable secret 9 $9$<salt>$<hash>`).
+    r"|\$[89]\$[./A-Za-z0-9_\-]{8,16}\$[./A-Za-z0-9_\-]{40,46}"
 )
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
 # a list item naming a variable (`- DB_PASSWORD`).

@@ -343,6 +343,9 @@ def _value_span(text: str, match: re.Match[str]) -> tuple[int, int] | None:
     escaped_newline = text.find("\\n", pos, end)
     if escaped_newline != -1:
         end = escaped_newline
+    caret_nul = text.find("^@", pos, end)  # round 16: `cat -v`'s NUL between /proc/<pid>/environ's entries
+    if caret_nul != -1:
+        end = caret_nul
     return (pos, end) if end > pos else None
 
 

@@ -166,7 +166,9 @@ _HASH_OF_PASSWORD = re.compile(
 # chart's `existingSecret: keycloak-db`, `secretName`, `secretRef`): masked where it stands, never learnt.
 _ABOUT_A_CREDENTIAL = re.compile(
     r"(?:^|_)(?:(?:password|passwd|pass|pw|pwd|credential|credentials|secret|token)_(?:encryption|algorithm|method|scheme"
-    r"|policy|requirements|store|storage|helper|provider|backend)|existing_secret|secret_name|secret_ref)$"
+    r"|policy|requirements|store|storage|helper|provider|backend)|existing_secret|secret_name|secret_ref"
+    # Round 16: where it is kept, as an address (Azure's `SecretUri`, `secret_url`, AWS's `secret_arn`, `secret_path`).
+    r"|secret_(?:uri|url|arn|path|version)|vault_(?:uri|url))$"
 )
 
 
