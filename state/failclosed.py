@@ -28,7 +28,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from state.freetext import UUID_FORM, class_switches, under_identifier_header
+from state.freetext import UUID_FORM, class_switches, under_encrypted_block, under_identifier_header
 from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive, name_hits
 
 # Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
@@ -391,7 +391,7 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if _comment_names_credential(text, end, sensitive):
         return False
-    if under_identifier_header(text, start):
+    if under_identifier_header(text, start) or under_encrypted_block(text, start):
         return True
     label = _label(text, start, sensitive)
     if label == "identifier":

@@ -1006,6 +1006,39 @@ _DRIVE_PATH = re.compile(r"[A-Za-z]:\\")
 UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")  # also state.failclosed's
 
 
+# Class (round 16): the members of a YAML block named for ciphertext (a SealedSecret's `encryptedData:`, `encrypted:`):
+# each is its key's ciphertext, whatever the key's name says (`DATABASE_PASSWORD: AgB…`): masked, never learnt.
+_ENCRYPTED_PARENT = re.compile(r"[ \t]*(?:encryptedData|encrypted_data|encrypted|encryptedSecrets|encrypted_secrets)[ \t]*:[ \t]*\r?\Z")
+PARENT_REACH = 40  # lines read up to a key's parent
+
+
+def under_encrypted_block(text: str, key_start: int) -> bool:
+    """Whether the key (or the value) at key_start is a member of a block named for ciphertext."""
+    if "ncrypted" not in text:
+        return False
+    line_start = text.rfind("\n", 0, key_start) + 1
+    indent = _indent_at(text, line_start)
+    if not indent or (key_start - line_start - indent > 80):
+        return False
+    pos = line_start
+    for _ in range(PARENT_REACH):
+        if pos == 0:
+            return False
+        above = text.rfind("\n", 0, pos - 1) + 1
+        line = text[above : pos - 1]
+        if line.strip() and _indent_at(text, above) < indent:
+            return _ENCRYPTED_PARENT.fullmatch(line) is not None
+        pos = above
+    return False
+
+
+def _indent_at(text: str, line_start: int) -> int:
+    n = line_start
+    while n < len(text) and text[n] in " \t":
+        n += 1
+    return n - line_start
+
+
 # Class (round 15): a cell of a command's aligned table under a header naming a digest or an id (`fly secrets list`'s
 # `NAME  DIGEST  CREATED AT`, `docker images`' `IMAGE ID`): the column says what it is, not the row's name
 # (`STRIPE_API_KEY  f3f0…` is the digest of that secret, listed by name).
@@ -1258,7 +1291,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         checked = end
         name = text[start:end].strip(".-_")
-        if normalise_key(name).endswith(SOURCE_SUFFIXES) or names_a_hash(name):
+        if normalise_key(name).endswith(SOURCE_SUFFIXES) or names_a_hash(name) or under_encrypted_block(text, start):
             continue  # where the credential comes from (`--password-stdin`, `password_file`), or its hash, not the credential
         announcing = not is_sensitive(name, sensitive)
         if announcing and _glued(name, sensitive):

@@ -42,6 +42,7 @@ from state.freetext import (
     may_hold_login,
     pair_password,
     random_token_near,
+    under_encrypted_block,
     unescaped,
     unmojibaked,
     value_spans,
@@ -356,7 +357,7 @@ def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) 
     for match in _KEY.finditer(text):
         if match.start() < masked_to or not is_sensitive(match.group("name"), sensitive):
             continue
-        if learning and names_a_hash(match.group("name")):
+        if learning and (names_a_hash(match.group("name")) or under_encrypted_block(text, match.start())):
             continue
         span = _value_span(text, match)
         if span is not None and learning and match.group("sep") == ":" and _prose_label(text, match.start(), span[0]):
@@ -703,6 +704,12 @@ _KEY_MAP = re.compile(r"(?:^|_)(?:security|encryption|network|signing|secret|pri
 _KEY_MEMBER = re.compile(r"[0-9A-Fa-f]{16,512}|(?=[^\s]*\d)[A-Za-z0-9+/_\-]{16,512}={0,2}")
 
 
+# Class (round 16): a salt in the same object as its key derivation's parameters (a password manager's encrypted export:
+# `"salt": …, "kdfType": 0, "kdfIterations": 600000`) is one of them, stored beside the ciphertext by design. A salt
+# alone (WordPress's `AUTH_SALT`, a signing salt) stays a secret.
+_KDF_PARAMETER = re.compile(r"(?:^|_)(?:kdf(?:_\w+)?|iterations|kdf_iterations|pbkdf2_iterations|scrypt_\w+|argon2_\w+)$")
+
+
 def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text: bool) -> None:
     if isinstance(value, str):
         if parse_text:
@@ -712,6 +719,8 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
         for key, item in value.items():
             if is_sensitive(str(key), sensitive) and names_a_hash(str(key)):
                 continue  # a password's hash, masked by key, never learnt
+            if normalise_key(str(key)).endswith("salt") and any(_KDF_PARAMETER.search(normalise_key(str(k))) for k in value):
+                continue  # round 16: a key derivation's salt beside its parameters (public as its iterations are)
             if is_sensitive(str(key), sensitive) or (paired and normalise_key(str(key)) in _VALUE_FIELDS):
                 found.update(_with_pair_password(leaf.strip() for leaf in _held_values(item, sensitive)))
                 if parse_text:
