@@ -357,6 +357,46 @@ _CAT_LINE = re.compile(r"[ \t]*(?P<secret>[^\s]{6,128})[ \t]*(?:\r?\n|\Z)")
 _CREDENTIAL_FILE_NAME = re.compile(_CREDENTIAL_FILE + r"(?:[-_.](?:id|txt))?\Z")
 
 
+# Class (round 16): a file the text names as where a credential is kept (OpenVPN's `auth-user-pass <file>`, restic's
+# `--password-file <file>`, `password_file = <file>`), or one named for a credential (`~/.restic-pass`): what `echo`
+# or `printf` writes into it, and what `cat` prints of it (a user then a password: the last line).
+_FILE_DIRECTIVE = re.compile(
+    r"(?i:auth-user-pass|--password-file|--passfile|--passphrase-file|--secret-file|--token-file|password[_-]?file"
+    r"|passwordFile|passphrase[_-]?file|secret[_-]?file|token[_-]?file)(?:[ \t]*[=:][ \t]*|[ \t]+)[\"']?(?P<path>[~./\w-][^\s'\";|&]{1,200})"
+)
+_WRITTEN = re.compile(
+    r"(?<![\w-])(?:echo(?:[ \t]+-[nE]{1,2})?|printf(?:[ \t]+['\"]%s(?:\\n)?['\"])?)[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"$`|;&<>]{6,256})(?P=q)"
+    r"[ \t]*(?:\|[ \t]*(?:sudo[ \t]+)?tee(?:[ \t]+-a)?|>>?)[ \t]*[\"']?(?P<path>[^\s'\";|&]{1,200})"
+)
+_CAT_ONE = re.compile(r"(?m)(?<![\w-])cat[ \t]+[\"']?(?P<path>[^\s'\";|&<>]{1,200})[\"']?[ \t]*\r?\n")
+_PRINTED_LINE = re.compile(r"[ \t]*(?P<line>[^\s$#>][^\n]{0,127}?)[ \t]*\r?(?:\n|\Z)")
+
+
+def _credential_file_spans(text: str) -> Iterator[tuple[int, int]]:
+    named = {match.group("path") for match in _FILE_DIRECTIVE.finditer(text)}
+    for written in _WRITTEN.finditer(text):
+        path = written.group("path")
+        value = written.group("secret")
+        if (path in named or _CREDENTIAL_FILE_NAME.search(path.rsplit("/", 1)[-1])) and is_maskable(value) and not FILE_NAME.fullmatch(value):
+            yield written.span("secret")
+    if not named:
+        return
+    for cat in _CAT_ONE.finditer(text):
+        if cat.group("path") not in named:
+            continue
+        at, lines = cat.end(), []
+        for _ in range(3):  # a third line: no credential file of that kind
+            line = _PRINTED_LINE.match(text, at)
+            if line is None:
+                break
+            lines.append(line.span("line"))
+            at = line.end()
+        last = text[lines[-1][0] : lines[-1][1]] if lines else ""
+        # One or two lines (the password; a user then the password), no `user:hash` lines of a password file.
+        if 1 <= len(lines) <= 2 and not any(char in last for char in " :$") and is_maskable(last):
+            yield lines[-1]
+
+
 def _cat_files_spans(text: str) -> Iterator[tuple[int, int]]:
     """The lines `cat` printed for the credential files among several it was given, one line for each file."""
     for cat in _CAT_FILES.finditer(text):
@@ -1342,6 +1382,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     yield from _column_spans(text, sensitive)
     if "cat " in text:
         yield from _cat_files_spans(text)
+    if "cat " in text or "echo " in text or "printf " in text:
+        yield from _credential_file_spans(text)
     if "s {" in text or "s{" in text or "S {" in text or "S{" in text:
         yield from _secret_block_spans(text)
     if any(word in text for word in _PAGERDUTY_WORDS):
