@@ -744,6 +744,8 @@ _CRYPT_HASH = re.compile(
     r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}"
     # Round 16: Cisco's type 8 (PBKDF2) and type 9 (scrypt) secrets (`enable secret 9 $9$<salt>$<hash>`).
     r"|\$[89]\$[./A-Za-z0-9_\-]{8,16}\$[./A-Za-z0-9_\-]{40,46}"
+    # Round 16: Mosquitto's PBKDF2-SHA512 (`$7$<iterations>$<salt>$<hash>`, base64 both), a password file's lines.
+    r"|\$7\$\d{1,7}\$[A-Za-z0-9+/]{12,24}={0,2}\$[A-Za-z0-9+/]{40,}={0,2}"
 )
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
 # a list item naming a variable (`- DB_PASSWORD`).
