@@ -33,8 +33,8 @@ FOUND = {
     # Command lines and configs.
     "a command continued over lines": (
         'curl -sS -X PUT "http://127.0.0.1:8080/job/deploy/build" \\\n'
-        "  -u deployer:5f0e9c2d7b1a4e8c6d3f0a9b2e7c5d1f4a \\\n  -d @body.json\n",
-        ("5f0e9c2d7b1a4e8c6d3f0a9b2e7c5d1f4a",),
+        "  -d @body.json \\\n  --user deployer:Harbor5521q\n",
+        ("Harbor5521q",),
     ),
     "redis-cli's quoted -a": ("$ redis-cli -h 127.0.0.1 -p 6380 -a 'k.vTq.MRwz8Hn' --no-auth-warning PING\nPONG\n", ("k.vTq.MRwz8Hn",)),
     "a call given a name then its value": (
