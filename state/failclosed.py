@@ -352,7 +352,7 @@ def _hex_in_context(text: str, start: int, end: int, value: str) -> bool:
 
 
 _BRACED_BASE64 = re.compile(r"\{[A-Za-z0-9+/]{22,}={0,2}\}")
-_FILE_AFTER = re.compile(r"(?: \*| {1,2})[^\s]+[ \t]*(?:\r?\n|\Z)")
+_FILE_AFTER = re.compile(r"(?: \*| {1,2})[\w.~/-][^\s]*[ \t]*(?:\r?\n|\Z)")
 
 
 def _sealed_around(text: str, start: int, end: int) -> bool:
@@ -363,8 +363,15 @@ def _sealed_around(text: str, start: int, end: int) -> bool:
 
 
 def _digest_of_file(text: str, end: int, value: str) -> bool:
-    """Round 16: hex of a digest's length then a file's name, as `sha256sum`/`md5sum` print (`<hex>  model.bin`)."""
-    return len(value) in DIGEST_LENGTHS and _HEX.fullmatch(value) is not None and _FILE_AFTER.match(text, end) is not None
+    """Round 16: hex of a digest's length starting its line, then a file's name, as `sha256sum`/`md5sum` print
+    (`<hex>  model.bin`)."""
+    start = end - len(value)
+    return (
+        len(value) in DIGEST_LENGTHS
+        and (start == 0 or text[start - 1] == "\n")
+        and _HEX.fullmatch(value) is not None
+        and _FILE_AFTER.match(text, end) is not None
+    )
 
 
 def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> bool:

@@ -136,3 +136,9 @@ def test_a_salt_alone_stays_a_secret():
 def test_a_key_under_another_block_is_learnt_beside_a_block_of_ciphertext():
     text = "spec:\n  encryptedData:\n    API_TOKEN: AgQ" + "x7" * 150 + "\nenv:\n  API_TOKEN: Lq8vTz3Wm9Kx2Rn7\n"
     assert "Lq8vTz3Wm9Kx2Rn7" in detect_secrets(text, SENSITIVE, fail_closed=True)
+
+
+def test_a_key_of_a_digest_length_in_a_json_line_is_no_file_digest_inside_an_event():
+    """Inside an event the escaped quotes read as spaces (`…  }`): no file's name follows the hex there."""
+    text = '$ cat ~/.config/dataset-cli/auth.json\n{"login":"mira","key":"7c41d9e02fa35b8816ce04d7a93b2f5e"}\n$ \n'
+    learnt_and_masked(text, ("7c41d9e02fa35b8816ce04d7a93b2f5e",), SENSITIVE)
