@@ -28,7 +28,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from state.freetext import UUID_FORM, class_switches, under_identifier_header
+from state.freetext import UUID_FORM, class_switches, under_encrypted_block, under_identifier_header
 from state.sensitive import ANNOUNCING_NAMES, SECRET_ARMOR, is_maskable, is_sensitive, name_hits
 
 # Each character as its kind (a, A, 0, symbol kept as is), separators `_-.:/` as `-`, whitespace and quotes as
@@ -179,6 +179,8 @@ IDENTIFIER_WORDS = frozenset({
     # Round 12: a serial number's abbreviation (`APP_CERT_SN`), the algorithms a password's hash is named by
     # (`Password_PBKDF2`, `pw_bcrypt`).
     "sn", "pbkdf2", "bcrypt", "scrypt", "argon2", "hashed",
+    # Round 16: Cloudflare's request id (`cf-ray: …`), the recipients a value is encrypted to (public keys).
+    "ray", "recipient", "recipients",
 })  # fmt: skip
 # Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
 # Round 12: ciphertext under its own name (a payment notification's `"ciphertext": …`) is content only its key opens.
@@ -349,6 +351,29 @@ def _hex_in_context(text: str, start: int, end: int, value: str) -> bool:
     return _HEX_CONTEXT.search(text, max(0, start - 300), min(len(text), end + 200)) is not None
 
 
+_BRACED_BASE64 = re.compile(r"\{[A-Za-z0-9+/]{22,}={0,2}\}")
+_FILE_AFTER = re.compile(r"(?: \*| {1,2})[\w.~/-][^\s]*[ \t]*(?:\r?\n|\Z)")
+
+
+def _sealed_around(text: str, start: int, end: int) -> bool:
+    """Round 16: a piece of ciphertext in braces (Maven's `{…}`, cut at its `/`): sealed as the whole value is."""
+    opening = text.rfind("{", max(0, start - 200), start + 1)
+    closing = text.find("}", end - 1, end + 200)
+    return opening != -1 and closing != -1 and _BRACED_BASE64.fullmatch(text, opening, closing + 1) is not None
+
+
+def _digest_of_file(text: str, end: int, value: str) -> bool:
+    """Round 16: hex of a digest's length starting its line, then a file's name, as `sha256sum`/`md5sum` print
+    (`<hex>  model.bin`)."""
+    start = end - len(value)
+    return (
+        len(value) in DIGEST_LENGTHS
+        and (start == 0 or text[start - 1] == "\n")
+        and _HEX.fullmatch(value) is not None
+        and _FILE_AFTER.match(text, end) is not None
+    )
+
+
 def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> bool:
     value = text[start:end]
     if _harmless_form(value) or _HASH_NAMED_BEFORE.search(text, max(0, start - 12), start):
@@ -361,6 +386,8 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     # as the whole value is.
     if _PUBLIC_LABEL.search(text, max(0, token_start - 40), token_start):
         return True
+    if _sealed_around(text, start, end) or _digest_of_file(text, end, value):
+        return True
     if _TYPED_KEY_PREFIX.search(text, max(0, start - 16), start):
         return True
     # Round 15: a request's signature header (`Stripe-Signature: t=…,v1=…`, `X-Twilio-Signature: …`): a MAC of that one
@@ -371,7 +398,7 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if _comment_names_credential(text, end, sensitive):
         return False
-    if under_identifier_header(text, start):
+    if under_identifier_header(text, start) or under_encrypted_block(text, start):
         return True
     label = _label(text, start, sensitive)
     if label == "identifier":
@@ -493,7 +520,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 # Class (round 12): characters written as escapes that are no part of a token: RTF's `\uN?` (a document saved as RTF
 # writes every character beyond Latin-1 so: `\u4675?\u4616?` is a word of Tigrinya) and HTML's quotes (`&#x27;`,
 # `&quot;`: a Django debug page's `{&#x27;PASSWORD&#x27;: …}`), blanked as the line breaks are.
-_ESCAPED_CHARACTER = re.compile(r"\\[nrt]|\\{1,2}u-?\d{1,5}\?|&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
+# Round 16: `cat -v`'s caret notation of a NUL (`^@`), which joins /proc/<pid>/environ's entries, ends a token too.
+_ESCAPED_CHARACTER = re.compile(r"\^@|\\[nrt]|\\{1,2}u-?\d{1,5}\?|&(?:#[xX]0*(?:27|22)|#0*(?:39|34)|quot|apos);")
 
 
 def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[int, int]]:
@@ -501,7 +529,7 @@ def fail_closed_spans(text: str, sensitive: frozenset[str], found: frozenset[str
     # A line break written as an escape (`\n` in iCalendar, a JSON string inside text, a log's repr) ends a token
     # as the break itself does: two spaces, so offsets stay. Read through, it glued the next word to a value (the
     # document learnt `value\nNext`, which masks nothing once the text is an event's JSON).
-    breaks = _ESCAPED_CHARACTER.sub(_blank, text) if "\\" in text or "&" in text else text
+    breaks = _ESCAPED_CHARACTER.sub(_blank, text) if "\\" in text or "&" in text or "^@" in text else text
     translated = " " + breaks.translate(_TABLE)  # offsets in `translated` are one more than in `text`
     blocks = public_blocks(text) if "-----BEGIN" in text else []
     if _VAULT_HEADER in text:
@@ -531,9 +559,10 @@ def _blank(match: re.Match[str]) -> str:
 # letters and digits with a mark inside. Too short for the pass above; unannounced, it stands as a positional
 # argument (`htpasswd -b file user 'Gr8!Pass#77'`), after a slash (`admin / Sunflower#2931`) or in a WIFI: code.
 # Tokens end at spaces, quotes, brackets and `,;|<>`, and at `=`, `:` (`P:Blue$Tiger!88`, `user:pw`).
-_TYPED = re.compile(r"(?<![^\s'\"`=:;,|<>()\[\]{}])[A-Za-z0-9][^\s'\"`=:;,|<>()\[\]{}]{6,38}[^\s'\"`=:;,|<>()\[\]{}.]")
+# Round 16: in any alphabet (`știucăPădure365#`, `розаСлънце7953#`, `ดาวแมว9629*`): a letter of any script may start it.
+_TYPED = re.compile(r"(?<![^\s'\"`=:;,|<>()\[\]{}])[^\W_][^\s'\"`=:;,|<>()\[\]{}]{6,38}[^\s'\"`=:;,|<>()\[\]{}.]")
 _TYPED_MARKS = "!#$&*?@^~"
-_TYPED_HINT = re.compile(r"[A-Za-z0-9][!#$&*?@^~]")
+_TYPED_HINT = re.compile(r"[^\W_][!#$&*?@^~]")
 # What such a token is when it is no password: an address or a host (`deploy@web-01`, `ops@example.org`), a
 # package pinned by version (`lodash@4.17.21`), an issue or a line (`PR#4521`, `page.html#part2`), code (`a!=b`,
 # `x&&y`, `Outer$Inner1.run`), a query string (`?page=2&limit=50`).
@@ -562,9 +591,9 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
             continue
         if all(value[i] == "?" for i in marks) and not _quoted_argument(text, match.start(), match.end(), value):
             continue  # a question's mark, unless the token is a whole quoted argument (`register … 'Harbor42?'`)
-        if _DIGIT.search(value) is None or _LETTERS.search(value) is None or "/" in value or "\\" in value:
+        if _DIGIT.search(value) is None or _ANY_LETTER.search(value) is None or "/" in value or "\\" in value:
             continue
-        if marks == [len(value) - 1] and not (_LOWER.search(value) and _UPPER.search(value)):
+        if marks == [len(value) - 1] and not _two_cases_or_caseless(value):
             continue  # `team2024!` closes a sentence; `Winter2024!` is a password
         if _ADDRESS.fullmatch(value) or _REF.fullmatch(value) or _TYPED_CODE.search(value) or _VERSION_PIN.fullmatch(value):
             continue
@@ -573,6 +602,20 @@ def typed_password_spans(text: str, sensitive: frozenset[str], found: frozenset[
         if _harmless(text, match.start(), match.end(), sensitive):
             continue
         yield match.span()
+
+
+_ANY_LETTER = re.compile(r"[^\W\d_]")
+_CLOSING_MARKS = "!?"
+
+
+def _two_cases_or_caseless(value: str) -> bool:
+    """Whether a value with its one mark at the end is a password, not a sentence's last word: lower and upper case
+    in any alphabet (`Winter2024!`, `зимаМедведь7014#`), or (round 16) letters of a script without case (Thai, kana,
+    Han, Hangul) then a mark that closes no sentence (`ดาวแมว9629*`, `ほしうみ2187#`)."""
+    letters = [char for char in value if char.isalpha()]
+    if any(char.islower() for char in letters) and any(char.isupper() for char in letters):
+        return True
+    return value[-1] not in _CLOSING_MARKS and bool(letters) and all(char.lower() == char.upper() for char in letters)
 
 
 def _quoted_argument(text: str, start: int, end: int, value: str) -> bool:
@@ -613,7 +656,7 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True  # what a prompt echoes for each character typed (`········`, `••••••••`), not what was typed
     if _CLOSING_TAG.match(value):
         return True  # the markup after a label (`Password:</b> …`): the value, if any, follows it
-    if _SENTENCE.search(value) or _BLOCK_KEY.fullmatch(value):
+    if (_SENTENCE.search(value) and not _WORD_THEN_NUMBER.fullmatch(value)) or _BLOCK_KEY.fullmatch(value):
         return True  # a sentence in a script written without spaces (`…に設定してください。`), a key opening a block
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
@@ -630,6 +673,8 @@ _PUBLIC_FORM = re.compile(
     # Round 15: an error tracker's DSN with its public key alone (Sentry's `https://<32 hex>@o1.ingest.sentry.io/42`, set
     # in a browser's code by design); a DSN with `:secret@` still holds a secret.
     r"|https?://[0-9a-f]{32}@[\w.-]+(?::\d+)?/\d+"
+    # Round 16: an age recipient (`age1…`, bech32): the public half, what sops and age encrypt to.
+    r"|age1[02-9ac-hj-np-z]{50,70}|age1[0-9a-z]{58}"
 )
 
 
@@ -650,6 +695,7 @@ _REFERENCE = re.compile(
     | \$\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)$ | `[^`\n]+`$ | \$\([\w.\-/]*$             # a command's output: $(op read …)
     | (?:process\.env|import\.meta\.env|window|globalThis|Deno\.env)(?:\.[\w$]+|\[[^\]\n]+\])+!?[;,]?$    # read at run time
     | os\.environ/[A-Za-z_]\w*$ | \$__(?:env|file|vault)\{[^{}\n]+\}$                     # round 15: LiteLLM's and Grafana's references
+    | @Microsoft\.(?:KeyVault|AppConfiguration)\([^()\n]+\)$                                # round 16: Azure's app settings' references
     | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
     | ![a-z][A-Za-z_-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                               # a YAML tag, a word (`!vault |`, `!secret db_pw`; not `!a2222…`)
     | (?:Read|Get|New|Import|Invoke|ConvertFrom|Select|Unprotect)-[A-Z]\w+(?:[ \t].*)?$       # a PowerShell cmdlet computes it (`Read-Host -AsSecureString`)
@@ -673,6 +719,8 @@ _CLOSING_TAG = re.compile(r"</[A-Za-z][\w:.\-]*>")
 # Class (round 13): a sentence where a value was looked for: a CJK full stop or comma, or kana particles in a row
 # (`パスワードは12文字以上に設定してください。`: the rule, not a password).
 _SENTENCE = re.compile(r"[。、]|[\u3040-\u309f]{3}")
+# Round 16: no sentence is a word then a number and a mark, glued (`ほしうみ2187#`: a password typed in kana).
+_WORD_THEN_NUMBER = re.compile(r"[^\W\d_]{2,}\d{2,}[!#$%&*?@^~._-]?")
 # Class (round 13): a YAML or INI key that opens a block (`secretKeys:` under `auth:`), no value of its own.
 _BLOCK_KEY = re.compile(r"[A-Za-z][A-Za-z_\-]*:")
 # Class: one masking character repeated (a masked echo: `getpass`'s dots, a form's bullets, stars).
@@ -684,9 +732,15 @@ _ROW_COMMAS = 3  # a value holding three commas or more is a row of fields or a 
 # put before their ciphertext: dotenvx's `encrypted:…`, EJSON's `EJ[1:…]`, Cirrus CI's `ENCRYPTED[…]`, GoCD's
 # `AES:<iv>:<ciphertext>` (base64 both).
 _SEALED = re.compile(
-    r"ENC\[|\$ANSIBLE_VAULT;|vault:v\d+:|-----(?:BEGIN|END) PGP MESSAGE-----|AgB[A-Za-z0-9+/]{300}"
+    r"ENC\[|\$ANSIBLE_VAULT;|vault:v\d+:|-----(?:BEGIN|END) PGP MESSAGE-----"
     r"|(?i:encrypted)(?::[A-Za-z0-9+/]{16}|\[)|EJ\[\d+:|AES:[A-Za-z0-9+/]{16,}={0,2}:[A-Za-z0-9+/]{16}"
     r"|v1:(?=[A-Za-z0-9+/=:]*[+/=])[A-Za-z0-9+/]{8,}={0,2}(?::(?:v1:)?[A-Za-z0-9+/]{8,}={0,2})*$"
+    # Round 16: a sealed secret whatever its third character (`AgQ…`, `Agz…`); Maven's and Jenkins' encrypted password,
+    # base64 in braces (`{gM/…=}`, `{AQAAABAAAAAQ…}`); Rails' encrypted credentials (`<ciphertext>--<iv>--<tag>`);
+    # Bitwarden's cipher string (`2.<iv>|<ciphertext>|<mac>`).
+    r"|Ag[A-Za-z0-9+/]{300}|\{[A-Za-z0-9+/]{22,}={0,2}\}$"
+    r"|[A-Za-z0-9+/]{16,}={0,2}--[A-Za-z0-9+/]{12,}={0,2}--[A-Za-z0-9+/]{12,}={0,2}$"
+    r"|\d\.[A-Za-z0-9+/]{16,}={0,2}\|[A-Za-z0-9+/]{16,}={0,2}(?:\|[A-Za-z0-9+/]{16,}={0,2})?$"
 )
 # Class (round 12): a password's hash in the whole shape of its crypt(3) scheme (bcrypt, md5-crypt, sha-crypt,
 # yescrypt, argon2), whatever key holds it (AdGuard's `users: - password: $2y$10$…`): no typed password has it.
@@ -695,6 +749,10 @@ _CRYPT_HASH = re.compile(
     r"|\$(?:1|5|6|apr1)\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,86}"
     r"|\$y\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{43}"
     r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}"
+    # Round 16: Cisco's type 8 (PBKDF2) and type 9 (scrypt) secrets (`enable secret 9 $9$<salt>$<hash>`).
+    r"|\$[89]\$[./A-Za-z0-9_\-]{8,16}\$[./A-Za-z0-9_\-]{40,46}"
+    # Round 16: Mosquitto's PBKDF2-SHA512 (`$7$<iterations>$<salt>$<hash>`, base64 both), a password file's lines.
+    r"|\$7\$\d{1,7}\$[A-Za-z0-9+/]{12,24}={0,2}\$[A-Za-z0-9+/]{40,}={0,2}"
 )
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
 # a list item naming a variable (`- DB_PASSWORD`).

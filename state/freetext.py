@@ -27,10 +27,12 @@ from state.sensitive import (
     GLUED_JOIN,
     REDACTED,
     SECRET_ARMOR,
+    holds_any,
     is_maskable,
     is_sensitive,
     name_hits,
     names_a_hash,
+    needle_matcher,
     normalise_key,
 )
 
@@ -97,12 +99,15 @@ _JOIN = re.compile(
     r"""|[\u0e00-\u0e7f]{0,60}?คือ[ \t]*|[\u0e80-\u0eff]{0,60}?(?:ແມ່ນ|ຄື)[ \t]*|[\u1780-\u17ff]{0,60}?(?:គឺ|គឺជា)[ \t]*)"""
     # What the credential is for, then `is` (`the password for the office wifi is …`, `nenosiri lako la muda ni …`,
     # `password ng wifi sa bahay ay …`): words, no digit or mark, before the copula; the value must look like one.
-    r"""|(?P<qual>(?:[ \t]+[^\W\d_]{1,20}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA_JOIN.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
+    # Round 16: a word of an Indic script holds its vowel signs and viramas (marks, no word characters to `\w`) and
+    # the joiners (`పంపిస్తున్నా`: "I am sending").
+    r"""|(?P<qual>(?:[ \t]+[^\W\d_](?:[^\W\d_]|[\u0900-\u0dff\u200c\u200d]){0,19}(?:['-][^\W\d_]{1,20})?){1,6}?[ \t]+""" + _COPULA_JOIN.replace("=|", "") + r"""(?:[ \t]*:)?[ \t]+)"""
     r"""|(?P<next>[ \t]*(?::|=>|->)?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*)"""
     r"""|(?P<space>[ \t]+)"""
 )
 _SIGNATURE_HEADER = re.compile(r"(?:[A-Za-z0-9]+-)+(?i:signature)(?:-\d+)?")
 _SETTER = re.compile(r"(?<![A-Za-z0-9])(?:set|with|Set|With)_?[A-Z_]\w*\Z")
+_CALL_NAME = re.compile(r"""\w[ \t]*\([ \t]*["'][\w.\-]{0,80}\Z""")
 _ARGV_FLAG = re.compile(r"""(?<![\w"'])(["'])-{1,2}[\w.-]+\1\Z""")
 _CSV_NAME_CELL = re.compile(r'[ \t]*"[^",\n]{0,40}')
 _QUOTED_VALUE = re.compile(r"""(["'`])([^"'`\n]+?)\1""")
@@ -354,6 +359,46 @@ _CAT_LINE = re.compile(r"[ \t]*(?P<secret>[^\s]{6,128})[ \t]*(?:\r?\n|\Z)")
 _CREDENTIAL_FILE_NAME = re.compile(_CREDENTIAL_FILE + r"(?:[-_.](?:id|txt))?\Z")
 
 
+# Class (round 16): a file the text names as where a credential is kept (OpenVPN's `auth-user-pass <file>`, restic's
+# `--password-file <file>`, `password_file = <file>`), or one named for a credential (`~/.restic-pass`): what `echo`
+# or `printf` writes into it, and what `cat` prints of it (a user then a password: the last line).
+_FILE_DIRECTIVE = re.compile(
+    r"(?i:auth-user-pass|--password-file|--passfile|--passphrase-file|--secret-file|--token-file|password[_-]?file"
+    r"|passwordFile|passphrase[_-]?file|secret[_-]?file|token[_-]?file)(?:[ \t]*[=:][ \t]*|[ \t]+)[\"']?(?P<path>[~./\w-][^\s'\";|&]{1,200})"
+)
+_WRITTEN = re.compile(
+    r"(?<![\w-])(?:echo(?:[ \t]+-[nE]{1,2})?|printf(?:[ \t]+['\"]%s(?:\\n)?['\"])?)[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"$`|;&<>]{6,256})(?P=q)"
+    r"[ \t]*(?:\|[ \t]*(?:sudo[ \t]+)?tee(?:[ \t]+-a)?|>>?)[ \t]*[\"']?(?P<path>[^\s'\";|&]{1,200})"
+)
+_CAT_ONE = re.compile(r"(?m)(?<![\w-])cat[ \t]+[\"']?(?P<path>[^\s'\";|&<>]{1,200})[\"']?[ \t]*\r?\n")
+_PRINTED_LINE = re.compile(r"[ \t]*(?P<line>[^\s$#>][^\n]{0,127}?)[ \t]*\r?(?:\n|\Z)")
+
+
+def _credential_file_spans(text: str) -> Iterator[tuple[int, int]]:
+    named = {match.group("path") for match in _FILE_DIRECTIVE.finditer(text)} if "cat " in text else set()
+    for written in _WRITTEN.finditer(text) if "echo " in text or "printf " in text else ():
+        path = written.group("path")
+        value = written.group("secret")
+        if (path in named or _CREDENTIAL_FILE_NAME.search(path.rsplit("/", 1)[-1])) and is_maskable(value) and not FILE_NAME.fullmatch(value):
+            yield written.span("secret")
+    if not named:
+        return
+    for cat in _CAT_ONE.finditer(text):
+        if cat.group("path") not in named:
+            continue
+        at, lines = cat.end(), []
+        for _ in range(3):  # a third line: no credential file of that kind
+            line = _PRINTED_LINE.match(text, at)
+            if line is None:
+                break
+            lines.append(line.span("line"))
+            at = line.end()
+        last = text[lines[-1][0] : lines[-1][1]] if lines else ""
+        # One or two lines (the password; a user then the password), no `user:hash` lines of a password file.
+        if 1 <= len(lines) <= 2 and not any(char in last for char in " :$") and is_maskable(last):
+            yield lines[-1]
+
+
 def _cat_files_spans(text: str) -> Iterator[tuple[int, int]]:
     """The lines `cat` printed for the credential files among several it was given, one line for each file."""
     for cat in _CAT_FILES.finditer(text):
@@ -383,12 +428,29 @@ def _shared_form(sign: str, form: re.Pattern[str]) -> CredentialCommand:
     return CredentialCommand(sign, re.compile("(?i:" + re.escape(sign) + ")"), form=form)
 
 
+# Class (round 16): what a client sends IRC's NickServ to log in (`/msg NickServ IDENTIFY [nick] …`, `/ns identify …`,
+# `PRIVMSG NickServ :IDENTIFY …`, in an autosendcmd or a log): the last argument is the password.
+_IDENTIFY = re.compile(
+    r"(?i:(?:nickserv|/ns|\bns)[ \t]*:?[ \t]*identify)[ \t]+(?:[^\s;'\"]{1,32}[ \t]+)?(?P<secret>[^\s;'\"]{6,128})(?=[;'\"\s]|\Z)"
+)
+# Class (round 16): ipsec.secrets' lines other than a PSK's: `selector : EAP "…"`, `XAUTH`, `NTLM`, `PIN`, `PSK` (any
+# selector, quoted or bare).
+_IPSEC_SIGNS = (": psk", ": eap", ": xauth", ": ntlm", ": pin")
+_IPSEC_SECRET = re.compile(r"(?m)[ \t]:[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,256}|[^\s\"']{6,256}))(?P=q)[ \t]*\r?$")
+# Class (round 16): net-snmp's v3 user in snmpd.conf (`createUser name SHA-256 "auth pass" AES "priv pass"`): the
+# pass phrase after the authentication protocol, and the one after the privacy protocol.
+_SNMP_USER = (
+    re.compile(r"(?im)^[ \t]*createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-\d{3})?)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,128}|[^\s\"']{6,128}))(?P=q)"),
+    re.compile(r"(?im)^[ \t]*createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-\d{3})?)[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+"
+               r"(?:DES|AES(?:-?\d{3}C?)?)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,128}|[^\s\"']{6,128}))(?P=q)"),
+)
 COMMANDS: tuple[CredentialCommand, ...] = (
     # Round 14: the password glued to `-p` in quotes too (`mysql -uroot -p'…'`).
     _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
           r"[ \t]--password[ \t]+" + _VALUE),
-    _tool("redis-cli", r"redis-cli", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
-    _tool("sshpass", r"sshpass", r"[ \t]-[ap][ \t]*(?P<secret>[^\s'\"-][^\s'\"]*)"),
+    # Round 16: the value quoted too (`redis-cli -a '…'`).
+    _tool("redis-cli", r"redis-cli", r"""[ \t]-[ap][ \t]*(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))"""),
+    _tool("sshpass", r"sshpass", r"""[ \t]-[ap][ \t]*(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))"""),
     _tool("curl", r"curl", r"[ \t](?:-u|--user|-U|--proxy-user)[ \t]*['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
     # ldappasswd's bind, new and old passwords (`-w`, `-s`, `-a`; in ldapsearch `-s` is a scope, `-a` a deref).
     _tool("ldappasswd", r"ldappasswd", r"[ \t]-[wsa][ \t]+" + _VALUE),
@@ -462,7 +524,39 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     *(_form("not found", r"(?i:not found)", form.pattern, _typed_by_mistake) for form in (_NOT_A_COMMAND, _NOT_A_COMMAND_ZSH)),
     _form("not recognized", r"(?i:not recognized)", _NOT_A_COMMAND_CMD.pattern, _typed_by_mistake),
     _form("wallet", r"(?i:wallet)", _SEED_LINE.pattern, _seed_line),
+    # Round 16's command classes (see above each form).
+    _form("identify", r"(?i:identify)[ \t]", _IDENTIFY.pattern, _shaped_or_digit),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", _IPSEC_SECRET.pattern) for sign in _IPSEC_SIGNS),
+    *(_form("createuser", r"(?i:createuser)[ \t]", form.pattern) for form in _SNMP_USER),
 )  # fmt: skip
+# Class (round 16): the lines of a file named for secrets (davfs2's `secrets`, ppp's `chap-secrets`, `ipsec.secrets`,
+# rsyncd's `rsyncd.secrets`), under its name in a comment or a `cat`: each line's last quoted field, or the password
+# of a line that is `user:password` alone.
+SECRETS_FILE_SIGN = "secrets"
+_SECRETS_FILE = re.compile(r"(?m)^(?:[ \t]*(?:#|//|;)[ \t]*|[^\n]{0,80}?(?<![\w-])cat[ \t]+)\S*[/.\-]secrets[ \t]*\r?\n")
+_LAST_QUOTED = re.compile(r"[ \t](?P<q>[\"'])(?P<secret>[^\"'\n]{6,256})(?P=q)[ \t]*\r?\Z")
+_USER_COLON_PASSWORD = re.compile(r"[ \t]*[\w.@+\-]{1,64}:(?P<secret>[^\s:]{6,128})[ \t]*\r?\Z")
+SECRETS_FILE_LINES = 40
+
+
+def _secrets_file_spans(text: str) -> Iterator[tuple[int, int]]:
+    for named in _SECRETS_FILE.finditer(text):
+        at = named.end()
+        for _ in range(SECRETS_FILE_LINES):
+            line_end = text.find("\n", at)
+            line_end = len(text) if line_end == -1 else line_end
+            line = text[at:line_end]
+            if not line.strip() or line.lstrip().startswith(("$ ", "# /", "#!")):
+                break  # a blank line, a prompt or another file's name ends it
+            if not line.lstrip().startswith(("#", ";")):
+                field = _LAST_QUOTED.search(line) or _USER_COLON_PASSWORD.fullmatch(line)
+                if field is not None and is_maskable(field.group("secret")):
+                    yield at + field.start("secret"), at + field.end("secret")
+            if line_end == len(text):
+                break
+            at = line_end + 1
+
+
 # Class (round 13): the codes a service gives for when the second factor is lost, one a line in a text that names them
 # (`GitHub recovery codes`, a sentence, then `5ce47-055zf` …): four lines or more of one shape, a digit in each.
 CODES_SIGN = " codes"
@@ -491,6 +585,23 @@ _EXPECT_SEND = re.compile(r"send: sending \"(?P<secret>[^\"\\\n]+)\\r\"")
 _PROMPT = re.compile(r"(?i)(?:password|passphrase|passcode|pin)[^\n]*:")
 
 
+CONTINUED_LINES = 12  # how many continued lines one command may take (` \` at a line's end)
+_CONTINUED = re.compile(r"[ \t][\\`^][ \t]*\r?\Z")
+
+
+def _command_end(text: str, pos: int) -> int:
+    r"""The end of the command line holding pos: (round 16) a line that ends in ` \` (a shell's; PowerShell's
+    backtick, cmd's caret) goes on on the next (`curl -X POST "…" \` then `--user svc:…` under it)."""
+    for _ in range(CONTINUED_LINES):
+        line_end = text.find("\n", pos)
+        if line_end == -1:
+            return len(text)
+        if _CONTINUED.search(text, max(pos, line_end - 4), line_end) is None:
+            return line_end
+        pos = line_end + 1
+    return line_end
+
+
 def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
     lowered = text.lower()
     ran: set[re.Pattern[str]] = set()  # a form two signs share (`-u`, `--user`) is read once
@@ -506,8 +617,7 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
         assert command.word is not None
         word = command.word.search(text)
         while word is not None:
-            line_end = text.find("\n", word.end())
-            line_end = len(text) if line_end == -1 else line_end
+            line_end = _command_end(text, word.end())
             for flag in command.flags:
                 for match in flag.finditer(text, word.end(), line_end):
                     yield match.span("secret")
@@ -524,6 +634,8 @@ def _cli_spans(text: str) -> Iterator[tuple[int, int]]:
                     begin = at + len(":".join(fields[:k])) + 1
                     yield begin, begin + len(value)
                 at += len(line)
+    if SECRETS_FILE_SIGN in lowered:
+        yield from _secrets_file_spans(text)
     if CODES_SIGN in lowered and _CODES_NAMED.search(text):
         yield from _code_block_spans(text)
     if EXPECT_SIGN in text:
@@ -889,10 +1001,16 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
         quoted = _QUOTED_VALUE.match(text, at)
         return (quoted.start(2), quoted.end(2), False) if quoted else None
     if kind == "argv":
-        if _ARGV_FLAG.search(text, max(0, name_start - NAME_REACH), pos) is None:
+        if _ARGV_FLAG.search(text, max(0, name_start - NAME_REACH), pos) is not None:
+            quoted = _QUOTED_VALUE.match(text, at)
+            return (quoted.start(2), quoted.end(2), True) if quoted else None
+        if _CALL_NAME.search(text, max(0, name_start - 40), name_start) is None:
             return None
+        # Round 16: a call given a name then its value (PHP's `define('DB_PASSWORD', '…')`, a browser's
+        # `user_pref("….password", "…")`): the value a literal of one word, closing the call.
         quoted = _QUOTED_VALUE.match(text, at)
-        return (quoted.start(2), quoted.end(2), True) if quoted else None
+        closed = quoted is not None and re.match(r"[ \t]*[),]", text[quoted.end() : quoted.end() + 8]) is not None
+        return (quoted.start(2), quoted.end(2), False) if quoted and closed and not any(c.isspace() for c in quoted.group(2)) else None
     if kind == "call":
         if _SETTER.search(text[name_start:name_end]) is None:
             return None
@@ -928,6 +1046,39 @@ def _value_after(text: str, name_start: int, pos: int) -> tuple[int, int, bool] 
 _CODE_NAME = re.compile(r"[A-Za-z_][\w.]*")
 _DRIVE_PATH = re.compile(r"[A-Za-z]:\\")
 UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")  # also state.failclosed's
+
+
+# Class (round 16): the members of a YAML block named for ciphertext (a SealedSecret's `encryptedData:`, `encrypted:`):
+# each is its key's ciphertext, whatever the key's name says (`DATABASE_PASSWORD: AgB…`): masked, never learnt.
+_ENCRYPTED_PARENT = re.compile(r"[ \t]*(?:encryptedData|encrypted_data|encrypted|encryptedSecrets|encrypted_secrets)[ \t]*:[ \t]*\r?\Z")
+PARENT_REACH = 40  # lines read up to a key's parent
+
+
+def under_encrypted_block(text: str, key_start: int) -> bool:
+    """Whether the key (or the value) at key_start is a member of a block named for ciphertext."""
+    if "ncrypted" not in text:
+        return False
+    line_start = text.rfind("\n", 0, key_start) + 1
+    indent = _indent_at(text, line_start)
+    if not indent or (key_start - line_start - indent > 80):
+        return False
+    pos = line_start
+    for _ in range(PARENT_REACH):
+        if pos == 0:
+            return False
+        above = text.rfind("\n", 0, pos - 1) + 1
+        line = text[above : pos - 1]
+        if line.strip() and _indent_at(text, above) < indent:
+            return _ENCRYPTED_PARENT.fullmatch(line) is not None
+        pos = above
+    return False
+
+
+def _indent_at(text: str, line_start: int) -> int:
+    n = line_start
+    while n < len(text) and text[n] in " \t":
+        n += 1
+    return n - line_start
 
 
 # Class (round 15): a cell of a command's aligned table under a header naming a digest or an id (`fly secrets list`'s
@@ -1072,6 +1223,22 @@ _SET_NA = re.compile(
     r"(?:[ \t]+[^\W\d_]{1,20}(?:-[^\W\d_]{1,20})?){0,8}?[ \t]+(?i:změn|zmen|nastav|zmieni|ustawi)\w{0,6}[ \t]+na[ \t]+"
     r"(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)"
 )
+# Class (round 16): a value between the name and a postposition `to` with a verb of changing, as verb-final languages say
+# "changed it to" (Korean `비밀번호 … 로 바꿨어요`/`으로 변경`, Japanese `パスワードを … に変更しました`).
+_SET_BEFORE = re.compile(
+    r"(?:[ \t]*[^\W\d_]{1,12}){0,3}?[ \t]+(?P<q>['\"「]?)(?P<secret>[^\s'\"「」<>]{6,128}?)(?P=q)[ \t]*"
+    r"(?:으로|로|に)[ \t]*(?:바꿨|바꾸|바뀌|변경|설정|재설정|変更|設定|再設定)"
+)
+# Class (round 16): after the name, the clause says it was set anew, then `the new one is` (Chinese `密碼我重設了，新的是
+# …`, `密码改了，新密码是 …`; Japanese `新しいのは …`): the value after it, on the name's line.
+_NEW_ONE_IS = re.compile(
+    r"[^\n。]{0,24}?(?:新的是|新的为|新的為|新密码是|新密碼是|新しいのは|새\s?비밀번호는|새로운\s?건)[ \t]*(?P<q>['\"「]?)(?P<secret>[^\s'\"「」<>，。]{6,128}?)(?P=q)[.,;!?，。]*(?!\S)"
+)
+def _set_anew(value: str) -> bool:
+    """A value a password was set to: shaped as one, or letters of any script with digits (`사과별4185`)."""
+    return _password_like(value) or (any(c.isalpha() for c in value) and any(c.isdigit() for c in value) and _CODE_NAME.fullmatch(value) is None)
+
+
 # Class (round 15): a question for the password answered on the next line, a chat's turn (`Ana: what's the wifi password
 # again?` then `Bo: …`): the reply's first word, when it looks like a credential.
 _ASKED = re.compile(
@@ -1092,7 +1259,7 @@ def _glued_value(text: str, end: int) -> tuple[int, int] | None:
     no word has (twelve or more, a vowel at most in five: `kmwbwxcnrlbnlzcj`)."""
     join = GLUED_JOIN.match(text, end)
     if join is None:
-        return None
+        return _glued_directive(text, end)
     at = join.end()
     while at < len(text) and text[at] in " \t\"'":
         at += 1
@@ -1104,6 +1271,19 @@ def _glued_value(text: str, end: int) -> tuple[int, int] | None:
         return None
     vowels = sum(char in "aeiouAEIOU" for char in value)
     return bare if credential_shaped(value) or len(value) >= 12 and value.isalpha() and vowels * 5 <= len(value) else None
+
+
+# Round 16: a configuration's directive, a glued name at a line's start then its value after a space, last on the line
+# (redis.conf's `requirepass …`, `masterpass …`; grep's `1043:` before it).
+_DIRECTIVE_START = re.compile(r"(?:^|\n)[ \t]*(?:[\w./-]{1,80}:)?(?:\d{1,7}[:-])?[\w-]{0,40}\Z")
+_DIRECTIVE_VALUE = re.compile(r"[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"]{8,128})(?P=q)[ \t]*(?:\r?\n|\Z)")
+
+
+def _glued_directive(text: str, end: int) -> tuple[int, int] | None:
+    value = _DIRECTIVE_VALUE.match(text, end)
+    if value is None or _DIRECTIVE_START.search(text, max(0, end - 200), end) is None:
+        return None
+    return value.span("secret") if credential_shaped(value.group("secret")) and is_maskable(value.group("secret")) else None
 
 
 # Words joined by one dash, dot or underscore, as diceware and password managers write a passphrase.
@@ -1153,7 +1333,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         checked = end
         name = text[start:end].strip(".-_")
-        if normalise_key(name).endswith(SOURCE_SUFFIXES) or names_a_hash(name):
+        if normalise_key(name).endswith(SOURCE_SUFFIXES) or names_a_hash(name) or under_encrypted_block(text, start):
             continue  # where the credential comes from (`--password-stdin`, `password_file`), or its hash, not the credential
         announcing = not is_sensitive(name, sensitive)
         if announcing and _glued(name, sensitive):
@@ -1172,6 +1352,10 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                 yield set_to.span("secret")
         if not announcing and (set_na := _SET_NA.match(text, end)) is not None and _qualified_value(set_na.group("secret")):
             yield set_na.span("secret")
+        if not announcing and (before := _SET_BEFORE.match(text, end)) is not None and _set_anew(before.group("secret")):
+            yield before.span("secret")
+        if not announcing and (new_one := _NEW_ONE_IS.match(text, end)) is not None and _set_anew(new_one.group("secret")):
+            yield new_one.span("secret")
         if not announcing and (asked := _ASKED.match(text, end)) is not None and _password_like(asked.group("secret")):
             yield asked.span("secret")
         pair = None if announcing else _pair_value(text, start, end)
@@ -1200,6 +1384,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     yield from _column_spans(text, sensitive)
     if "cat " in text:
         yield from _cat_files_spans(text)
+    if "cat " in text or "echo " in text or "printf " in text:
+        yield from _credential_file_spans(text)
     if "s {" in text or "s{" in text or "S {" in text or "S{" in text:
         yield from _secret_block_spans(text)
     if any(word in text for word in _PAGERDUTY_WORDS):
@@ -1211,6 +1397,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
     yield from _listed_spans(text, sensitive)
     yield from _cli_spans(text)  # each command's sign looked for once
     yield from _typed_into_spans(text, sensitive)
+    yield from _login_clause_spans(text)
     if "env" in text or "ENV" in text:
         yield from _env_default_spans(text, sensitive)
     if " / " in text:
@@ -1220,6 +1407,60 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             found = _bare_value(text, said.start("secret"))
             if found is not None and _password_like(text[found[0] : found[1]]):
                 yield found
+
+
+# Class (round 16): a clause that says how to log in, ending in a colon, then the value on its line or alone on the next
+# (`per il pannello accedi con questa: …`, `ezzel tudsz belépni: …`, `buat masuk … pakai ini ya: …`, `用这个登录：…`,
+# `tu te connectes avec :` then the value): a login's verb within the clause, in the languages people write them; the
+# value must look like a password (three kinds of characters), no address, link or path. A heading of that kind
+# (`данные для входа:`) over a list: each item's value after its own label's colon.
+LOGIN_CLAUSE_SIGNS = (
+    "log in", "log on", "sign in", "accedi", "accedere", "entra con", "connectes", "connecter", "connectez", "connecte-toi",
+    "entrar", "acceder", "accede", "ingresa", "iniciar sesión", "inicia sesión", "acessar", "acesse", "anmelden",
+    "einloggen", "inloggen", "logga in", "belép", "masuk", "登录", "登入", "登陆", "ログイン", "로그인", "войти", "входа",
+    "вход", "zaloguj", "přihlás", "giriş", "đăng nhập", "conectează", "autentific",
+)  # fmt: skip
+_LOGIN_CLAUSE = re.compile(
+    r"(?i:" + "|".join(re.escape(sign) for sign in LOGIN_CLAUSE_SIGNS) + r")[^\n:：<>]{0,60}?[ \t]*[:：][ \t]*"
+    r"(?:(?P<next>\r?\n)[ \t]*)?(?P<secret>[^\s<>]{8,64})[ \t]*(?=\r?\n|\Z)"
+)
+_LOGIN_HEADING = re.compile(
+    r"(?i:" + "|".join(re.escape(sign) for sign in LOGIN_CLAUSE_SIGNS) + r")[^\n:：<>]{0,40}?[ \t]*[:：][ \t]*\r?\n"
+)
+_LOGIN_ITEM = re.compile(r"[ \t]*[-—–*•][ \t]*[^\n:：]{1,60}[:：][ \t]+(?P<secret>[^\s<>]{8,64})[ \t]*\r?(?:\n|\Z)")
+LOGIN_ITEMS = 8
+
+
+def _login_value(value: str) -> bool:
+    return (
+        _password_like(value.rstrip(_TRAILING) or value)
+        and "://" not in value
+        and _ADDRESS_LIKE.search(value) is None
+        and not value.startswith(("/", "~", "\\", "$", "%", "{", "("))
+    )
+
+
+_ADDRESS_LIKE = re.compile(r"@[\w-]+\.[\w.]+|^www\.")
+
+
+_LOGIN_CLAUSE_MATCHER = needle_matcher(LOGIN_CLAUSE_SIGNS)
+
+
+def _login_clause_spans(text: str) -> Iterator[tuple[int, int]]:
+    if not holds_any(text.lower(), _LOGIN_CLAUSE_MATCHER):
+        return  # one automaton pass (a substring test per sign cost three times as much)
+    for clause in _LOGIN_CLAUSE.finditer(text):
+        if _login_value(clause.group("secret")):
+            yield clause.span("secret")
+    for heading in _LOGIN_HEADING.finditer(text):
+        at = heading.end()
+        for _ in range(LOGIN_ITEMS):
+            item = _LOGIN_ITEM.match(text, at)
+            if item is None:
+                break
+            if _login_value(item.group("secret")):
+                yield item.span("secret")
+            at = item.end()
 
 
 # What a browser test or an agent types into a page's field: Selenium's `send_keys`, Playwright's `fill`/`type`/

@@ -33,13 +33,16 @@ from state.freetext import (
     COMMANDS,
     CRACKED_SIGN,
     EXPECT_SIGN,
+    LOGIN_CLAUSE_SIGNS,
     SECRET_BLOCK_SIGNS,
+    SECRETS_FILE_SIGN,
     SOURCE_SUFFIXES,
     WIFI_SIGNS,
     credential_shaped,
     may_hold_login,
     pair_password,
     random_token_near,
+    under_encrypted_block,
     unescaped,
     unmojibaked,
     value_spans,
@@ -163,7 +166,10 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     CRACKED_SIGN: re.compile(r"--show\b"),
     CODES_SIGN: re.compile(r"(?i) codes\b"),
     **WIFI_SIGNS,
+    **dict.fromkeys(LOGIN_CLAUSE_SIGNS),  # round 16: a login's clause (`accedi con questa: …`)
     **{sign: re.compile(r"(?i:" + sign + r")[ \t]*\{[ \t]*\r?\n") for sign in SECRET_BLOCK_SIGNS},
+    # Round 16: `secrets` both opens a block of them and ends a secrets file's name (one sign, one test for both).
+    SECRETS_FILE_SIGN: re.compile(r"(?i:secrets)[ \t]*(?:\{[ \t]*\r?\n|\r?\n|\\r?\\n)"),
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
 _PATTERN_HINT = re.compile(
@@ -338,6 +344,9 @@ def _value_span(text: str, match: re.Match[str]) -> tuple[int, int] | None:
     escaped_newline = text.find("\\n", pos, end)
     if escaped_newline != -1:
         end = escaped_newline
+    caret_nul = text.find("^@", pos, end)  # round 16: `cat -v`'s NUL between /proc/<pid>/environ's entries
+    if caret_nul != -1:
+        end = caret_nul
     return (pos, end) if end > pos else None
 
 
@@ -348,7 +357,7 @@ def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) 
     for match in _KEY.finditer(text):
         if match.start() < masked_to or not is_sensitive(match.group("name"), sensitive):
             continue
-        if learning and names_a_hash(match.group("name")):
+        if learning and (names_a_hash(match.group("name")) or under_encrypted_block(text, match.start())):
             continue
         span = _value_span(text, match)
         if span is not None and learning and match.group("sep") == ":" and _prose_label(text, match.start(), span[0]):
@@ -695,6 +704,12 @@ _KEY_MAP = re.compile(r"(?:^|_)(?:security|encryption|network|signing|secret|pri
 _KEY_MEMBER = re.compile(r"[0-9A-Fa-f]{16,512}|(?=[^\s]*\d)[A-Za-z0-9+/_\-]{16,512}={0,2}")
 
 
+# Class (round 16): a salt in the same object as its key derivation's parameters (a password manager's encrypted export:
+# `"salt": …, "kdfType": 0, "kdfIterations": 600000`) is one of them, stored beside the ciphertext by design. A salt
+# alone (WordPress's `AUTH_SALT`, a signing salt) stays a secret.
+_KDF_PARAMETER = re.compile(r"(?:^|_)(?:kdf(?:_\w+)?|iterations|kdf_iterations|pbkdf2_iterations|scrypt_\w+|argon2_\w+)$")
+
+
 def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text: bool) -> None:
     if isinstance(value, str):
         if parse_text:
@@ -704,6 +719,8 @@ def _collect(value: Any, sensitive: frozenset[str], found: set[str], parse_text:
         for key, item in value.items():
             if is_sensitive(str(key), sensitive) and names_a_hash(str(key)):
                 continue  # a password's hash, masked by key, never learnt
+            if normalise_key(str(key)).endswith("salt") and any(_KDF_PARAMETER.search(normalise_key(str(k))) for k in value):
+                continue  # round 16: a key derivation's salt beside its parameters (public as its iterations are)
             if is_sensitive(str(key), sensitive) or (paired and normalise_key(str(key)) in _VALUE_FIELDS):
                 found.update(_with_pair_password(leaf.strip() for leaf in _held_values(item, sensitive)))
                 if parse_text:

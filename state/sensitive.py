@@ -166,7 +166,9 @@ _HASH_OF_PASSWORD = re.compile(
 # chart's `existingSecret: keycloak-db`, `secretName`, `secretRef`): masked where it stands, never learnt.
 _ABOUT_A_CREDENTIAL = re.compile(
     r"(?:^|_)(?:(?:password|passwd|pass|pw|pwd|credential|credentials|secret|token)_(?:encryption|algorithm|method|scheme"
-    r"|policy|requirements|store|storage|helper|provider|backend)|existing_secret|secret_name|secret_ref)$"
+    r"|policy|requirements|store|storage|helper|provider|backend)|existing_secret|secret_name|secret_ref"
+    # Round 16: where it is kept, as an address (Azure's `SecretUri`, `secret_url`, AWS's `secret_arn`, `secret_path`).
+    r"|secret_(?:uri|url|arn|path|version)|vault_(?:uri|url))$"
 )
 
 
@@ -356,6 +358,21 @@ def _inflected(text: str, start: int, at: int) -> bool:
 GLUED_JOIN = re.compile(r"[\"']?[ \t]*[:=]")
 
 
+# Round 16: a glued name that starts its line (after grep's line number), then a space and a value: a configuration's
+# directive (redis.conf's `requirepass …`, `masterpass …`).
+_DIRECTIVE_LINE_START = re.compile(r"(?:(?m:^)|\\n)[ \t]*(?:\d{1,7}[:-])?\Z")
+_DIRECTIVE_VALUE = re.compile(r"[ \t]+[^\s]")
+
+
+def _glued_directive(text: str, start: int, after: int) -> bool:
+    if _DIRECTIVE_VALUE.match(text, after) is None:
+        return False
+    word_start = start
+    while word_start > max(0, start - 20) and text[word_start - 1] in _WORD_CHARS:
+        word_start -= 1
+    return _DIRECTIVE_LINE_START.search(text, max(0, word_start - 12), word_start) is not None
+
+
 def _plural_label(text: str, at: int, rule: int) -> bool:
     """A name in the plural that labels a list (`Passwords:`, `recovery tokens for the bot:`): an `s` ending the
     word, and a colon later on its line (a plural in prose or a JSON key, `"tokens": 900`, stays closed)."""
@@ -392,7 +409,7 @@ def names_a_credential(text: str, sensitive: frozenset[str], announced: Callable
         if rule != ENDS_WORD:
             start = end - length + 1
             if start > 0 and text[start - 1] in _WORD_CHARS and not text[start].isupper() and not _after_escape(text, start):
-                if rule == ANNOUNCING or not GLUED_JOIN.match(text, end + 1):
+                if rule == ANNOUNCING or not (GLUED_JOIN.match(text, end + 1) or _glued_directive(text, start, end + 1)):
                     continue
         if rule != ANNOUNCING or announced(text, end + 1):
             return True
