@@ -701,6 +701,7 @@ def secrets_in(value: Any, sensitive: frozenset[str], *, parse_text: bool = True
 # `encryptionKeys`, `signingKeys`): each member is a key whatever its own name (`S0_Legacy`, `primary`), when it has a
 # key's form (hex or base64, 16 characters or more); not `authorized_keys`, `public_keys`, `ssh_keys`.
 _KEY_MAP = re.compile(r"(?:^|_)(?:security|encryption|network|signing|secret|private|master|access|session|shared|symmetric|hmac|aes)_keys$")
+_KEY_MAP_NAME = re.compile(r"(?i)(?:security|encryption|network|signing|secret|private|master|access|session|shared|symmetric|hmac|aes)[_-]?keys\b")
 _KEY_MEMBER = re.compile(r"[0-9A-Fa-f]{16,512}|(?=[^\s]*\d)[A-Za-z0-9+/_\-]{16,512}={0,2}")
 
 
@@ -771,6 +772,8 @@ def may_hold_announced(serialized: str, sensitive: frozenset[str]) -> bool:
     """`may_hold_secrets` for the key, free-text and pattern masks alone (the fail-closed pass aside)."""
     if names_a_credential(serialized, sensitive, random_token_near) or _holds_form(serialized) or may_hold_login(serialized):
         return True
+    if ("eys" in serialized or "EYS" in serialized) and _KEY_MAP_NAME.search(serialized):
+        return True  # a map whose members are keys whatever their names (_KEY_MAP, in _collect)
     return any(names_a_credential(reading, names, random_token_near) for reading, names in _rereadings(serialized, sensitive))
 
 

@@ -124,8 +124,9 @@ def may_learn_from(event: Any, experiment: Any) -> bool:
 
 
 def event_may_hold_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> bool:
-    """One C-speed pass over the serialized event: False means event_secrets finds nothing in it (most events)."""
-    return _gate(_event_text(kind, agent_id, payload, serialized), sensitive) is not None
+    """One C-speed pass over the serialized event and its strings as they are: False means event_secrets finds nothing
+    in it (most events)."""
+    return _gate(_gated_text(_event_text(kind, agent_id, payload, serialized), payload), sensitive) is not None
 
 
 def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[str], *, serialized: str | None = None) -> set[str]:
@@ -133,9 +134,19 @@ def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[s
     dict keys, kind and agent id (a token used as a metric name or a key is a token all the same). `serialized`:
     the payload's JSON text when the caller has it (non-ASCII unescaped, as `json.dumps(ensure_ascii=False)`)."""
     text = _event_text(kind, agent_id, payload, serialized)
+    if _gate(_gated_text(text, payload), sensitive) is None:
+        return set()
+    # Class (round 16, by construction): an event never hides what its strings hold read alone. Inside the serialized
+    # event a string reads otherwise (a line's start is `\n` or a quote, a quoted value `\"…\"`), so each string is
+    # also read as the document it is (the detector's whole reading, its own gate first), as a tool's output or a
+    # pasted file is read alone.
+    alone: set[str] = set()
+    for leaf in _strings(payload):
+        if _leaf_gate(leaf, sensitive):
+            alone |= detect_secrets(leaf, sensitive)
     unescaped = _gate(text, sensitive)
     if unescaped is None:
-        return set()
+        return alone
     found = secrets_in(payload, sensitive)
     if fail_closed_enabled():
         # Fail-closed over the serialized event (keys label their values), JSON escapes read as spaces.
@@ -146,7 +157,37 @@ def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[s
     for name in {kind, agent_id, *_keys(payload)}:
         if len(name) >= MIN_SECRET_LENGTH:
             found |= detect_secrets(name, sensitive)
-    return found
+    return found | alone
+
+
+def _gated_text(text: str, payload: Any) -> str:
+    """What the event's gate reads: its serialized text, then each of its strings as it is, one per line (one pass,
+    one call: most events open nothing, and a call's fixed cost was most of a small event's)."""
+    return "\n".join([text, *_strings(payload)])
+
+
+_TEXT = re.compile(r"\s")
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """The payload's strings that are texts (a space or a line break in them; values, not keys), long enough to hold a
+    secret. A single token is read with its key, never alone: alone, a commit's SHA under `sha` or an id under `id` is
+    just a random-looking token."""
+    if isinstance(value, str):
+        if len(value) >= MIN_SECRET_LENGTH and _TEXT.search(value):
+            yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _leaf_gate(text: str, sensitive: frozenset[str]) -> bool:
+    """detect_secrets' own gate for a text read alone: a name or form announces a value, or the fail-closed pass
+    finds a random-looking token."""
+    return may_hold_announced(text, sensitive) or (fail_closed_enabled() and may_fail_closed(text, sensitive))
 
 
 def _event_text(kind: str, agent_id: str, payload: Any, serialized: str | None) -> str:

@@ -20,7 +20,7 @@ kept blind in round 12, read in round 13 to find that round's classes) and `hold
 round 13 by an author who read no detector file; kept blind in round 13, read in round 14 to find that round's
 classes) and `holdout14` (a fourteenth, written in round 14 by an author who read no detector file; kept blind: its
 figures are printed, its misses never listed) and `holdout15` (a fifteenth, written in round 15 by an author who read
-no detector file; kept blind: its figures are printed, its misses never listed) and `holdout16` (a sixteenth, written in
+no detector file; kept blind in round 15, read in round 16 to find that round's classes) and `holdout16` (a sixteenth, written in
 round 16 by an author who read no detector file; kept blind: its figures are printed, its misses never listed).
 """
 
