@@ -135,3 +135,26 @@ class RedisServer:
             self.proc.wait(timeout=10)
         self.proc = None
 
+
+def database_clock() -> object:
+    """The test database's clock now (to count the backends a server opens after it)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0]
+
+
+def backends_since(started: object, application_name: str | None = None) -> int:
+    """Client backends of this test database opened since `started` (a server's, not those of a server an earlier
+    test stopped: they leave pg_stat_activity a moment after; nor this process's own), of one application if named."""
+    from django.db import connection
+
+    named = " AND application_name = %s" if application_name is not None else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            f" AND backend_type = 'client backend' AND backend_start >= %s{named}",
+            [started, *([application_name] if application_name is not None else [])],
+        )
+        return int(cursor.fetchone()[0])

@@ -11,32 +11,13 @@ import threading
 
 import pytest
 import requests
-from django.db import connection
 
 from bench.common import LoopbackPage
 from tests.factories import make_experiment, make_member, make_token
 from tests.load.test_load_scenario import session_cookies
-from tests.proofkit import log_events, push, run_start
+from tests.proofkit import backends_since, database_clock, log_events, push, run_start
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _now() -> object:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT clock_timestamp()")
-        return cursor.fetchone()[0]
-
-
-def _backends_since(started: object) -> int:
-    """Client backends of this test database opened since `started`: the server's, not those of a server an
-    earlier test stopped (they leave pg_stat_activity a moment after) nor this process's own."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            " AND backend_type = 'client backend' AND backend_start >= %s",
-            [started],
-        )
-        return int(cursor.fetchone()[0])
 
 
 def test_a_streamed_export_through_daphne_is_whole_and_masked(live_server_factory):
@@ -92,7 +73,7 @@ def test_many_more_concurrent_pages_than_threads_all_answer_and_hand_their_conne
     # Two threads and two pooled connections for forty users at once: they queue for a thread, never for a
     # connection (a 503 or a 500 here), and when they are done the worker holds no more than its pool.
     experiment = make_experiment(slug="threads")
-    started = _now()
+    started = database_clock()
     server = live_server_factory(AWP_EMBEDDER="none", AWP_DB_POOL_MAX="2")
     cookie = session_cookies([make_member(experiment, "viewer")])[0]
     pages = ["/", f"/experiments/{experiment.slug}/runs/", f"/experiments/{experiment.slug}/protocol/", "/healthz"]
@@ -109,7 +90,7 @@ def test_many_more_concurrent_pages_than_threads_all_answer_and_hand_their_conne
     answers = asyncio.run(users())
     assert len(answers) == 240 and {status for status, _ in answers} == {200}
     assert all(b"Sign in" not in body for status, body in answers)  # every page was served to the member
-    assert _backends_since(started) <= 2 + 1  # the pool's two, and the channel layer's LISTEN connection
+    assert backends_since(started) <= 2 + 1  # the pool's two, and the channel layer's LISTEN connection
 
 
 def test_a_request_sees_its_own_user_after_another_users_request_on_the_same_thread(live_server_factory):

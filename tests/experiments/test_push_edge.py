@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import requests
-from django.db import connection
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,6 +19,7 @@ from state.secrets import learn_secrets
 from tests.experiments.test_push_one import _state
 from tests.experiments.test_push_one import events as one_events
 from tests.factories import make_experiment, make_token
+from tests.proofkit import backends_since, database_clock
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,22 +35,9 @@ def _post(base: str, token: str, run_id: str, event: dict[str, Any], **headers: 
     )
 
 
-def _now() -> object:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT clock_timestamp()")
-        return cursor.fetchone()[0]
-
-
 def _edge_connections(since: object) -> int:
-    """Backends of this test database that a worker opened for its edge since `since` (one per worker, at its first
-    edge push; a server an earlier test stopped leaves pg_stat_activity a moment later)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'awp push edge'"
-            " AND backend_start >= %s",
-            [since],
-        )
-        return int(cursor.fetchone()[0])
+    """Backends a worker opened for its edge since `since` (one per worker, at its first edge push)."""
+    return backends_since(since, application_name="awp push edge")
 
 
 def _answer(response: requests.Response) -> tuple[int, Any]:
@@ -80,7 +67,7 @@ def test_pushes_at_the_edge_equal_pushes_through_django(two_servers, pushes):
 
 def test_a_log_push_is_answered_at_the_edge_with_the_headers_django_sends(two_servers):
     edge, django_only = two_servers
-    started = _now()
+    started = database_clock()
     answers = {}
     for name, server in (("edge", edge), ("django", django_only)):
         token = make_token(make_experiment())
@@ -94,7 +81,7 @@ def test_a_log_push_is_answered_at_the_edge_with_the_headers_django_sends(two_se
 
 
 def test_the_edge_hands_every_refusal_to_django_and_counts_each_attempt_once(live_server_factory):
-    started = _now()
+    started = database_clock()
     server = live_server_factory(AWP_RATE_LIMIT_TOKEN_PER_MINUTE="6")
     experiment, other = make_experiment(), make_experiment()
     token = make_token(experiment)
@@ -117,7 +104,7 @@ def test_the_edge_hands_every_refusal_to_django_and_counts_each_attempt_once(liv
 
 
 def test_a_token_revoked_after_the_edge_loaded_it_writes_nothing(asgi_server):
-    started = _now()
+    started = database_clock()
     experiment = make_experiment()
     token = make_token(experiment)
     assert _post(asgi_server.url, token, "r", {"kind": "run.start", "idempotency_key": "s", "payload": {}}).status_code == 200
@@ -131,7 +118,7 @@ def test_a_token_revoked_after_the_edge_loaded_it_writes_nothing(asgi_server):
 
 
 def test_an_edge_answer_passes_the_known_secret_net(asgi_server):
-    started = _now()
+    started = database_clock()
     secret = "Zq8vN3xT5pL2wR7kHc"
     experiment = make_experiment()
     token = make_token(experiment)
@@ -147,7 +134,7 @@ def test_an_edge_answer_passes_the_known_secret_net(asgi_server):
 
 
 def test_concurrent_pushes_at_the_edge_and_through_django_keep_seqs_gap_free(asgi_server):
-    started = _now()
+    started = database_clock()
     token = make_token(make_experiment(slug="crowd"))
     assert _post(asgi_server.url, token, "r", {"kind": "run.start", "idempotency_key": "s", "payload": {}}).status_code == 200
 
