@@ -26,6 +26,7 @@ def server_in_transaction() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND backend_type = 'client backend' "  # an autovacuum worker of this database is in a transaction too
             "AND xact_start IS NOT NULL AND state IN ('active', 'idle in transaction')"
         )
         return bool(cursor.fetchone()[0])
