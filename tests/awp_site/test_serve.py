@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -30,6 +31,16 @@ def listening_workers(proc: subprocess.Popen[str], port: int) -> list[psutil.Pro
         for child in psutil.Process(proc.pid).children()
         if any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in child.net_connections(kind="tcp"))
     ]
+
+
+def named_workers(proc: subprocess.Popen[str], port: int, *, count: int, timeout: float = 30) -> list[psutil.Process]:
+    """listening_workers once `count` of them hold the socket under the workers' name (or what there is at the deadline)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        workers = listening_workers(proc, port)
+        if (len(workers) == count and all(worker.name() == "awp-daphne" for worker in workers)) or time.monotonic() > deadline:
+            return workers
+        time.sleep(0.05)
 
 
 def stop(proc: subprocess.Popen[str]) -> list[psutil.Process]:
@@ -59,9 +70,10 @@ def test_workers_share_one_socket_ctrl_c_stops_all_and_a_restart_keeps_the_data(
     try:
         assert proc.stdout is not None
         assert "2 daphne workers" in proc.stdout.readline()
-        workers = listening_workers(proc, port)
-        # Forked from awp_serve (sharing its loaded Django), named awp-daphne; no Twisted in awp_serve itself.
-        assert len(workers) == 2 and all(worker.name() == "awp-daphne" for worker in workers)
+        # Forked from awp_serve (sharing its loaded Django), named awp-daphne; no Twisted in awp_serve itself. A child
+        # holds the inherited socket from the fork on, and names itself a moment later (its first lines): wait for that.
+        workers = named_workers(proc, port, count=2)
+        assert len(workers) == 2 and all(worker.name() == "awp-daphne" for worker in workers), workers
         push(port, token, 10)
     finally:
         alive = stop(proc)
