@@ -108,7 +108,7 @@ def one_statement_push(request: HttpRequest) -> HttpResponse | None:
         return None
     token, hashed = named
     experiment = token.experiment
-    notify = run_advanced_expression(run_sql="r.id", seq_sql="ins.seq", experiment_sql="r.experiment_id")
+    notify = notify_expression()
     if notify is None or needs_projection(event, experiment):
         return None
     if not token_use_allowed(request, token):
@@ -124,13 +124,22 @@ def one_statement_push(request: HttpRequest) -> HttpResponse | None:
         # A concurrent writer stored this key while the statement waited for the run lock (its snapshot is older).
         known = _existing_seqs(run_pk, [event.dedupe_key])[event.dedupe_key]
     mark_in_scope(request, experiment, known_stamp=(int(stamp[0]), int(stamp[1])))
-    answer = {
+    return HttpResponse(answer_json(run_id, seq=seq, known=known, head=head), content_type="application/json; charset=utf-8")
+
+
+def answer_json(run_id: str, *, seq: int | None, known: int | None, head: int) -> str:
+    """A one-event push's answer: the new seq, or the seq the same key already has (then nothing new)."""
+    return json.dumps({
         "run_id": run_id,
         "seqs": [seq if seq is not None else known],
         "new": 0 if seq is None else 1,
         "last_seq": seq if seq is not None else head,
-    }
-    return HttpResponse(json.dumps(answer), content_type="application/json; charset=utf-8")
+    })  # fmt: skip
+
+
+def notify_expression() -> tuple[str, list[Any]] | None:
+    """The statement's live NOTIFY (awp_site.live), the same text for every push; None for another channel layer."""
+    return run_advanced_expression(run_sql="r.id", seq_sql="ins.seq", experiment_sql="r.experiment_id")
 
 
 def _one_event(request: HttpRequest) -> tuple[Any, str, str | None]:
@@ -156,9 +165,19 @@ def one_event_of(value: Any) -> tuple[Any, str, str | None]:
 
 
 def bearer_secret(request: HttpRequest) -> str | None:
-    """The secret of an `Authorization: Bearer …` header, or None."""
-    scheme, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    """The secret of the request's `Authorization: Bearer …` header, or None."""
+    return bearer_of(request.META.get("HTTP_AUTHORIZATION", ""))
+
+
+def bearer_of(authorization: str) -> str | None:
+    """The secret of an `Authorization` header's value `Bearer …`, or None."""
+    scheme, _, secret = authorization.partition(" ")
     return secret if scheme.lower() == "bearer" and secret else None
+
+
+def may_push(token: KnownToken, slug: str | None) -> bool:
+    """Whether this token (as this process saw it) may push to the experiment `slug` names (None: its own)."""
+    return "ingest" in token.scopes and not (slug and slug != token.experiment.slug)
 
 
 def ingest_token(request: HttpRequest, secret: str, slug: str | None) -> tuple[KnownToken, str] | None:
@@ -168,7 +187,7 @@ def ingest_token(request: HttpRequest, secret: str, slug: str | None) -> tuple[K
     request.awp_counted_rates = CountedRates()  # type: ignore[attr-defined]
     hashed = hash_secret(secret)
     token = known_token(hashed)
-    if token is None or "ingest" not in token.scopes or (slug and slug != token.experiment.slug):
+    if token is None or not may_push(token, slug):
         return None
     return token, hashed
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -34,7 +33,6 @@ from django.http.request import split_domain_port, validate_host
 from awp_site.apierrors import ApiError
 from awp_site.auth import CountedRates, check_address_rate, hit_token_rate
 from awp_site.jsonbody import parse_json_body
-from awp_site.live import run_advanced_expression
 from experiments import push
 from experiments.models import hash_secret
 from experiments.projections import needs_projection
@@ -88,7 +86,7 @@ class PushAtTheEdge:
     async def _push(self, scope: Scope, body: bytes) -> bytes | None:
         """The answer's bytes, or None to hand the request to Django (with what was counted, in the scope)."""
         headers = _headers(scope)
-        secret = _bearer(headers.get(b"authorization", b""))
+        secret = push.bearer_of(headers.get(b"authorization", b"").decode("latin-1"))
         if secret is None or not _host_allowed(headers.get(b"host", b"")):
             return None
         try:
@@ -100,9 +98,9 @@ class PushAtTheEdge:
             return None
         hashed = hash_secret(secret)
         token = push.loaded_token(hashed)  # a look-up is Django's
-        if token is None or "ingest" not in token.scopes or (slug and slug != token.experiment.slug):
+        if token is None or not push.may_push(token, slug):
             return None
-        notify = run_advanced_expression(run_sql="r.id", seq_sql="ins.seq", experiment_sql="r.experiment_id")
+        notify = push.notify_expression()
         if notify is None or needs_projection(event, token.experiment):
             return None
         # From here the attempt counts (address, then token), once: a hand-over tells Django's path what was counted.
@@ -124,14 +122,8 @@ class PushAtTheEdge:
             return None
         if run_pk is None or (seq is None and known is None):
             return None  # no such run (Django answers 404), or a concurrent writer's key (Django reads its seq)
-        answer = {
-            "run_id": run_id,
-            "seqs": [seq if seq is not None else known],
-            "new": 0 if seq is None else 1,
-            "last_seq": seq if seq is not None else head,
-        }
         masks = await self._known_secrets(token.experiment.pk, (int(stamp[0]), int(stamp[1])))
-        return masks.mask(json.dumps(answer)).encode()
+        return masks.mask(push.answer_json(run_id, seq=seq, known=known, head=head)).encode()
 
     async def _write(self, token: Any, hashed: str, run_id: str, event: Any, notify: tuple[str, list[Any]]) -> tuple[Any, ...] | None:
         """experiments.push's statement on the edge's connection; None (and a new connection next time) on any error."""
@@ -272,11 +264,6 @@ def _headers(scope: Scope) -> dict[bytes, bytes]:
     for name in twice:
         del seen[name]
     return seen
-
-
-def _bearer(value: bytes) -> str | None:
-    scheme, _, secret = value.decode("latin-1").partition(" ")
-    return secret if scheme.lower() == "bearer" and secret else None
 
 
 def _host_allowed(value: bytes) -> bool:

@@ -21,7 +21,14 @@ from state.detection import detect_secrets, learnable, with_fail_closed
 from state.detector_switch import fail_closed_enabled
 from state.failclosed import may_fail_closed
 from state.models import KnownSecret
-from state.redaction import MIN_SECRET_LENGTH, KnownSecrets, is_maskable, may_hold_announced, secrets_in
+from state.redaction import (
+    MIN_SECRET_LENGTH,
+    KnownSecrets,
+    is_maskable,
+    may_hold_announced,
+    may_hold_secrets,
+    secrets_in,
+)
 
 if TYPE_CHECKING:
     from experiments.models import Event, Run
@@ -142,7 +149,7 @@ def event_secrets(kind: str, agent_id: str, payload: Any, sensitive: frozenset[s
     # pasted file is read alone.
     alone: set[str] = set()
     for leaf in _strings(payload):
-        if _leaf_gate(leaf, sensitive):
+        if may_hold_secrets(leaf, sensitive):
             alone |= detect_secrets(leaf, sensitive)
     unescaped = _gate(text, sensitive)
     if unescaped is None:
@@ -184,10 +191,6 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(item)
 
 
-def _leaf_gate(text: str, sensitive: frozenset[str]) -> bool:
-    """detect_secrets' own gate for a text read alone: a name or form announces a value, or the fail-closed pass
-    finds a random-looking token."""
-    return may_hold_announced(text, sensitive) or (fail_closed_enabled() and may_fail_closed(text, sensitive))
 
 
 def _event_text(kind: str, agent_id: str, payload: Any, serialized: str | None) -> str:
