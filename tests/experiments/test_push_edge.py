@@ -155,3 +155,33 @@ def test_concurrent_pushes_at_the_edge_and_through_django_keep_seqs_gap_free(asg
     assert set(answered) == set(stored) - {1}
     assert Run.objects.get(run_id="r", experiment__slug="crowd").last_seq == stored[-1]
     assert _edge_connections(started) == 1
+
+
+HOSTILE = [
+    b'{"run_id": "r", "events": [' + b"[" * 2000 + b"]" * 2000 + b"]}",  # deep nesting
+    b'{"run_id": "r", "events": [{"kind": "log", "payload": {"m": "\\ud800"}}]}',  # a lone surrogate
+    b'{"run_id": "r", "events": [{"kind": "log", "payload": {"m": "a\\u0000b"}}]}',  # NUL
+    b'{"run_id": "r", "events": [{"kind": "log", "payload": {"n": NaN}}]}',
+    b'{"run_id": "r", "events": [{"kind": "log", "iteration": 99999999999999999999999, "payload": {}}]}',
+    b'{"run_id": "r\\u0000", "events": [{"kind": "log", "payload": {}}]}',
+    b'{"run_id": "r", "events": [{"kind": "' + b"k" * 5000 + b'", "payload": {}}]}',
+    b'{"run_id": "r", "events": [{"kind": "log", "payload": []}]}',
+    b"not json at all",
+    b"\xff\xfe\x00",
+    b"[]",
+]
+
+
+def test_hostile_bodies_after_the_edge_loaded_the_token_get_a_4xx_with_a_code(asgi_server):
+    """Once the token is loaded every body goes to the edge first: whatever it cannot take, Django refuses, never 5xx."""
+    experiment = make_experiment()
+    token = make_token(experiment)
+    assert _post(asgi_server.url, token, "r", {"kind": "run.start", "idempotency_key": "s", "payload": {}}).status_code == 200
+    assert _post(asgi_server.url, token, "r", LOG).status_code == 200
+    for body in HOSTILE:
+        for content_type in ("application/json", "text/plain"):
+            answer = requests.post(f"{asgi_server.url}/api/v1/ingest", data=body, timeout=30,
+                                   headers={"Authorization": f"Bearer {token}", "Content-Type": content_type})  # fmt: skip
+            assert 400 <= answer.status_code < 500, (body[:60], answer.status_code, answer.text[:200])
+            assert answer.json()["code"], answer.text
+    assert Run.objects.get(run_id="r", experiment=experiment).last_seq == 2  # nothing stored
