@@ -1,6 +1,6 @@
 """A corpus of documents holding credentials, as tools and agents write them, for the secret detector.
 
-Seventeen parts written by seventeen generators: `tune` (the shapes the detector was tuned on; the property tests draw
+Eighteen parts written by eighteen generators: `tune` (the shapes the detector was tuned on; the property tests draw
 from it), `holdout` (other shapes, other value forms, another seed; written first and never looked at while
 tuning: its figure says how the detector does on text it never saw), `holdout2` (a second blind part, written
 later without reading the detector: shapes and value forms neither earlier part has) and `holdout3` (a third
@@ -21,7 +21,9 @@ round 13 by an author who read no detector file; kept blind in round 13, read in
 classes) and `holdout14` (a fourteenth, written in round 14 by an author who read no detector file; kept blind: its
 figures are printed, its misses never listed) and `holdout15` (a fifteenth, written in round 15 by an author who read
 no detector file; kept blind in round 15, read in round 16 to find that round's classes) and `holdout16` (a sixteenth, written in
-round 16 by an author who read no detector file; kept blind: its figures are printed, its misses never listed).
+round 16 by an author who read no detector file; kept blind: its figures are printed, its misses never listed) and
+`holdout17` (a seventeenth, written in round 17 by an author who read no detector file; kept blind: its figures are
+printed, its misses never listed).
 """
 
 from __future__ import annotations

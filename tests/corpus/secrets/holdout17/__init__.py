@@ -1,0 +1,1 @@
+"""HOLDOUT17: a seventeenth blind part of the secret corpus."""

@@ -1,0 +1,3060 @@
+"""The HOLDOUT17 part of the secret corpus: a seventeenth blind part, written after HOLDOUT to HOLDOUT16.
+
+Written blind: its author read only the `Document` type and the corpus docstring, the structure test of the blind
+parts, the HOLDOUT16 generator (as the model of the interface) and the shape names of every earlier part (only to
+avoid reusing them); never the detector, its rules, docs, tests, state or figures, and no document was run
+through a detector, a redactor or a secret scanner. It is weighted like the world an agent works in, in 2026:
+about two thirds everyday developer and ops text in forms the earlier shape names have not used, one third long
+tail:
+
+- shell sessions and histories (bash, zsh, fish, nushell, PowerShell, cmd, tmux captures, `ps`/`/proc` output,
+  `env`/`printenv`/`declare -x` dumps, heredocs, sudo/sshpass/expect one-liners);
+- CI logs of many systems (GitHub Actions, GitLab, Jenkins, CircleCI, Buildkite, Azure Pipelines, Bitbucket,
+  Drone, Woodpecker, TeamCity, Travis, Semaphore, Harness, Dagger, Earthly, Cloud Build, CodeBuild, Render,
+  Netlify, Railway) with `set -x` echoes, env dumps and build-arg leaks;
+- configs of many real tools in .env, INI, TOML, YAML, JSON, HCL, XML and properties: data pipelines (dbt,
+  Meltano, Singer, Airbyte, Kafka Connect, Flink SQL, Spark, Hadoop, dlt, Dagster, Prefect, Kedro), observability
+  (OTel collector, Telegraf, Promtail, Gatus, Uptime Kuma, Nagios), CMS and shops, MCP client configs;
+- docker, compose, Kubernetes, KEDA, Dapr, Argo Events and operators' manifests;
+- curl, httpie, wget, xh and hurl invocations; HTTP traces from curl -v, mitmproxy, Charles, Python http.client
+  debug, Go DumpRequest, undici and .NET logging;
+- SDK snippets in Python, TypeScript, Go, Rust, Java, Kotlin, C#, Ruby, PHP, Swift, Dart, Elixir, Scala, R,
+  Julia, Lua, Perl, Clojure, Haskell, OCaml, Nim, Crystal and Apps Script setting a client's key;
+- connection strings and DSNs of many databases and brokers;
+- tool-call JSON and agent traces (OpenAI Responses, Anthropic tool_use, MCP, Claude Code and Codex transcripts,
+  OpenHands, SWE-agent, smolagents, Mastra, n8n, Node-RED, A2A), error messages and stack traces quoting
+  configs, Markdown/HTML/tables, READMEs and runbooks;
+- tickets and chat where a person pastes or tells a password, in many languages and scripts;
+- the long tail: routers, NAS, BMCs, printers, cameras, VoIP phones, game and streaming servers, smart-home
+  hubs and energy meters, crypto nodes, scientific and statistics tools, mainframe and ERP niches.
+
+Each credential document plants one or two values that appear verbatim in its text, each 8 characters or more,
+drawn from the seeded `random.Random` and shaped as the vendor's published format where there is one. Every
+credential a document holds is planted; usernames, ids, public keys, hashes and masked echoes are not. A
+base64-wrapped or URL-encoded secret is planted as the text that appears.
+
+Clean documents hold no credential but look-alikes: hashes, ids, UUIDs, commit SHAs, placeholders, env
+references, token counts, public keys, ciphertexts, prose about passwords and configs of non-secret settings.
+
+SEED = 2026120617. `documents(seed)` (alias `generate`) gives one document per credential shape, then the clean
+ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+import re
+import string
+import textwrap
+import urllib.parse
+import uuid
+from collections.abc import Callable
+
+from tests.corpus.secrets import Document
+
+SEED = 2026120617
+
+Made = tuple[str, tuple[str, ...]]
+Maker = Callable[[random.Random], str]
+_CRED: list[tuple[str, Callable[[random.Random], Made]]] = []
+_CLEAN: list[tuple[str, Callable[[random.Random], str]]] = []
+
+# ---- value makers -----------------------------------------------------------------------------------------
+
+_AN = string.ascii_letters + string.digits
+_LO = string.ascii_lowercase + string.digits
+_UPA = string.ascii_uppercase + string.digits
+_HEXS = "0123456789abcdef"
+_B32S = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_BECH = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+_URL = _AN + "-_"
+_WORDS = tuple(
+    """
+    anvil bramble cinder drizzle estuary fennel gossamer hazel icicle jasper kiln lichen mistral nettle oxbow
+    parsnip quarry rhubarb sorrel tundra upland vetch wicker yonder zinnia alder bluff cairn dormouse egret
+    flint grotto heather inlet jackdaw knoll larch moor nutmeg otter pylon quince rook shale thrush umbra
+    vole weir yew zither badger clover dapple ember fable gravel hamlet ivory jigsaw kettle loft mallow
+    """.split()
+)
+
+
+def chars(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def _has(v: str, *tests: Callable[[str], bool]) -> bool:
+    return all(any(t(c) for c in v) for t in tests)
+
+
+def an(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _AN, n)
+        if _has(v, str.isdigit, str.islower, str.isupper):
+            return v
+
+
+def lo(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _LO, n)
+        if _has(v, str.isdigit, str.isalpha):
+            return v
+
+
+def up(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _UPA, n)
+        if _has(v, str.isdigit, str.isalpha):
+            return v
+
+
+def hx(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _HEXS, n)
+        if _has(v, str.isdigit, str.isalpha):
+            return v
+
+
+def ul(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _URL, n)
+        if _has(v, str.isdigit, str.islower, str.isupper):
+            return v
+
+
+def b64(rng: random.Random, nbytes: int) -> str:
+    return base64.b64encode(rng.randbytes(nbytes)).decode()
+
+
+def b64u(rng: random.Random, nbytes: int) -> str:
+    return base64.urlsafe_b64encode(rng.randbytes(nbytes)).decode().rstrip("=")
+
+
+def sym(rng: random.Random, n: int, marks: str = "!#%*+-=?@^_~.") -> str:
+    while True:
+        v = rng.choice(string.ascii_letters) + chars(rng, _AN + marks * 2, n - 1)
+        if _has(v, lambda c: c in marks, str.isdigit, str.isupper, str.islower):
+            return v
+
+
+def safe(rng: random.Random, n: int) -> str:
+    """A generated password whose marks survive URLs, XML, JSON, YAML and shell quoting unescaped."""
+    return sym(rng, n, "-_.~")
+
+
+def person(rng: random.Random) -> str:
+    """What a person picks: a capitalised word, maybe another, a number or a year, maybe a mark."""
+    while True:
+        w = rng.choice(_WORDS).capitalize()
+        if rng.random() < 0.5:
+            w += rng.choice(["", "-", "."]) + rng.choice(_WORDS)
+        v = w + str(rng.choice([rng.randint(10, 99), rng.randint(1975, 2026), rng.randint(100, 9999)]))
+        v += rng.choice(["", "!", "#", "*", "?", "@", "+"])
+        if len(v) >= 9:
+            return v
+
+
+def phrase(rng: random.Random, n: int = 4, sep: str = "-") -> str:
+    """A generated passphrase: n words, one capitalised, with a digit, as Bitwarden and 1Password make them."""
+    ws = rng.sample(_WORDS, n)
+    i = rng.randrange(n)
+    ws[i] = ws[i].capitalize()
+    j = rng.randrange(n)
+    ws[j] = ws[j] + str(rng.randint(0, 9))
+    return sep.join(ws)
+
+
+def apple(rng: random.Random) -> str:
+    """Safari's strong password: three groups of six, one capital and one digit."""
+    while True:
+        v = "-".join(chars(rng, string.ascii_lowercase + string.digits, 6) for _ in range(3))
+        i = rng.choice([k for k, c in enumerate(v) if c.isalpha()])
+        v = v[:i] + v[i].upper() + v[i + 1 :]
+        if _has(v, str.isdigit):
+            return v
+
+
+def pwgen(rng: random.Random, n: int = 10) -> str:
+    """pwgen's pronounceable style: consonant-vowel runs with a capital and a digit."""
+    cons, vows = "bcdfghjkmnprstvwxz", "aeiou"
+    while True:
+        s = "".join(rng.choice(cons if k % 2 == 0 else vows) for k in range(n - 1))
+        i = rng.randrange(n - 1)
+        s = s[:i] + s[i].upper() + s[i + 1 :]
+        k = rng.randrange(n)
+        v = s[:k] + str(rng.randint(0, 9)) + s[k:]
+        if _has(v, str.isupper):
+            return v
+
+
+def temp_pw(rng: random.Random) -> str:
+    """A helpdesk temporary password: Capital, lower letters, digits, sometimes a mark (Entra style)."""
+    return (
+        rng.choice(string.ascii_uppercase)
+        + chars(rng, string.ascii_lowercase, 2)
+        + chars(rng, string.digits, 5)
+        + rng.choice(["", "!", "$"])
+    )
+
+
+def uid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def dg(rng: random.Random, n: int) -> str:
+    return str(rng.randint(1, 9)) + chars(rng, string.digits, n - 1)
+
+
+def seg(obj: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def jwt(rng: random.Random, claims: dict, alg: str = "HS256") -> str:
+    size = 32 if alg.startswith("HS") else 64 if alg in ("EdDSA", "ES256") else 256
+    return f"{seg({'alg': alg, 'typ': 'JWT'})}.{seg(claims)}.{b64u(rng, size)}"
+
+
+def pem(rng: random.Random, kind: str = "PRIVATE KEY", head: str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", n: int = 6) -> str:
+    lines = [(head + b64(rng, 60))[:64]] + [b64(rng, 48) for _ in range(n - 1)] + [b64(rng, 19)]
+    return "\n".join([f"-----BEGIN {kind}-----", *lines, f"-----END {kind}-----"])
+
+
+def openssh_key(rng: random.Random) -> str:
+    head = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+    lines = [head, b64(rng, 51), b64(rng, 51), b64(rng, 51), b64(rng, 30)]
+    return "\n".join(["-----BEGIN OPENSSH PRIVATE KEY-----", *lines, "-----END OPENSSH PRIVATE KEY-----"])
+
+
+def basic(u: str, p: str) -> str:
+    return base64.b64encode(f"{u}:{p}".encode()).decode()
+
+
+def pct(v: str) -> str:
+    return urllib.parse.quote(v, safe="")
+
+
+def jd(obj: object, indent: int | None = 2) -> str:
+    return json.dumps(obj, indent=indent, ensure_ascii=False)
+
+
+def jc(obj: object) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+# ---- maker factories ----------------------------------------------------------------------------------------
+
+
+def cat(*parts: str | Maker) -> Maker:
+    return lambda rng: "".join(p if isinstance(p, str) else p(rng) for p in parts)
+
+
+def AN(n: int) -> Maker:
+    return lambda rng: an(rng, n)
+
+
+def LO(n: int) -> Maker:
+    return lambda rng: lo(rng, n)
+
+
+def UP(n: int) -> Maker:
+    return lambda rng: up(rng, n)
+
+
+def HX(n: int) -> Maker:
+    return lambda rng: hx(rng, n)
+
+
+def HXU(n: int) -> Maker:
+    return lambda rng: hx(rng, n).upper()
+
+
+def UL(n: int) -> Maker:
+    return lambda rng: ul(rng, n)
+
+
+def B64(n: int) -> Maker:
+    return lambda rng: b64(rng, n)
+
+
+def B64U(n: int) -> Maker:
+    return lambda rng: b64u(rng, n)
+
+
+def SYM(n: int, marks: str = "!#%*+-=?@^_~.") -> Maker:
+    return lambda rng: sym(rng, n, marks)
+
+
+def SAFE(n: int) -> Maker:
+    return lambda rng: safe(rng, n)
+
+
+def DG(n: int) -> Maker:
+    return lambda rng: dg(rng, n)
+
+
+def PHRASE(n: int = 4, sep: str = "-") -> Maker:
+    return lambda rng: phrase(rng, n, sep)
+
+
+def PWGEN(n: int = 10) -> Maker:
+    return lambda rng: pwgen(rng, n)
+
+
+def JWT(claims: dict, alg: str = "HS256") -> Maker:
+    return lambda rng: jwt(rng, claims, alg)
+
+
+PERSON: Maker = person
+APPLE: Maker = apple
+TEMP: Maker = temp_pw
+UUID: Maker = uid
+PEM: Maker = pem
+RSA_PEM: Maker = lambda rng: pem(rng, "RSA PRIVATE KEY", "MIIEpAIBAAKCAQEA", 7)  # noqa: E731
+EC_PEM: Maker = lambda rng: pem(rng, "EC PRIVATE KEY", "MHcCAQEEI", 2)  # noqa: E731
+OSSH: Maker = openssh_key
+
+# ---- vendor formats (published prefixes and lengths) ---------------------------------------------------------
+
+OPENAI = cat("sk-proj-", UL(74), "T3BlbkFJ", UL(74))
+OPENAI_ADMIN = cat("sk-admin-", UL(74), "T3BlbkFJ", UL(74))
+ANTHROPIC = cat("sk-ant-api03-", UL(93), "AA")
+ANTHROPIC_ADMIN = cat("sk-ant-admin01-", UL(93), "AA")
+OPENROUTER = cat("sk-or-v1-", HX(64))
+GROQ = cat("gsk_", AN(52))
+XAI = cat("xai-", AN(80))
+PPLX = cat("pplx-", AN(48))
+MISTRAL = AN(32)
+COHERE = AN(40)
+TOGETHER = cat("tgp_v1_", UL(43))
+FIREWORKS = cat("fw_", AN(24))
+DEEPSEEK = cat("sk-", HX(32))
+REPLICATE = cat("r8_", AN(37))
+HF = cat("hf_", lambda r: chars(r, string.ascii_letters, 34))
+GOOGLE = cat("AIza", UL(35))
+LANGSMITH = cat("lsv2_pt_", HX(32), "_", HX(10))
+LANGFUSE_SK = cat("sk-lf-", UUID)
+PINECONE = cat("pcsk_", AN(6), "_", AN(63))
+TAVILY = cat("tvly-dev-", AN(32))
+FIRECRAWL = cat("fc-", HX(32))
+ELEVEN = cat("sk_", HX(48))
+CEREBRAS = cat("csk-", LO(48))
+GHP = cat("ghp_", AN(36))
+GHO = cat("gho_", AN(36))
+GHU = cat("ghu_", AN(36))
+GHS = cat("ghs_", AN(36))
+GH_FINE = cat("github_pat_11", UP(22), "_", AN(59))
+GLPAT = cat("glpat-", UL(20))
+GLDT = cat("gldt-", UL(20))
+ATLASSIAN = cat("ATATT3xFfGF0", UL(170), "=", HXU(8))
+BB_APP = cat("ATBB", AN(28), HXU(8))
+LINEAR = cat("lin_api_", AN(40))
+NOTION = cat("ntn_", DG(11), AN(35))
+AIRTABLE = cat("pat", AN(14), ".", HX(64))
+SLACK_BOT = cat("xoxb-", DG(12), "-", DG(13), "-", AN(24))
+SLACK_USER = cat("xoxp-", DG(12), "-", DG(12), "-", DG(13), "-", HX(32))
+SLACK_APP = cat("xapp-1-A", UP(10), "-", DG(13), "-", HX(64))
+SLACK_HOOK = cat("https://hooks.slack.com/services/T", UP(10), "/B", UP(10), "/", AN(24))
+DISCORD_HOOK = cat("https://discord.com/api/webhooks/", DG(19), "/", UL(68))
+STRIPE_SK = cat("sk_live_51", AN(97))
+STRIPE_RK = cat("rk_live_51", AN(97))
+STRIPE_WH = cat("whsec_", AN(32))
+TWILIO_TOKEN = HX(32)
+SENDGRID = cat("SG.", UL(22), ".", UL(43))
+MAILGUN = cat(HX(32), "-", HX(8), "-", HX(8))
+RESEND = cat("re_", AN(8), "_", AN(24))
+MAILCHIMP = lambda r: hx(r, 32) + "-us" + str(r.randint(2, 21))  # noqa: E731
+BREVO = cat("xkeysib-", HX(64), "-", AN(16))
+SHOPIFY = cat("shpat_", HX(32))
+SHOPIFY_SS = cat("shpss_", HX(32))
+SQUARE = cat("EAAA", UL(60))
+PAYPAL_SECRET = cat("E", UL(79))
+PAYSTACK = cat("sk_live_", HX(40))
+MOLLIE = cat("live_", AN(30))
+DD_API = HX(32)
+DD_APP = HX(40)
+NEWRELIC = cat("NRAK-", UP(27))
+NR_LICENSE = cat(HX(36), "NRAL")
+SENTRY_USER = cat("sntryu_", HX(64))
+GRAFANA_SA = cat("glsa_", AN(32), "_", HX(8))
+GRAFANA_CLOUD = cat("glc_", B64(72))
+PD_ROUTING = HX(32)
+CF_TOKEN = UL(40)
+NETLIFY = cat("nfp_", AN(36))
+VERCEL = AN(24)
+RENDER = cat("rnd_", AN(32))
+HEROKU = cat("HRKU-AA", UL(58))
+FLY = cat("FlyV1 fm2_", B64(180))
+DO_TOKEN = cat("dop_v1_", HX(64))
+LINODE = HX(64)
+VULTR = UP(36)
+HCLOUD = AN(64)
+SCW_SECRET = UUID
+AKIA = cat("AKIA", lambda r: chars(r, _B32S, 16))
+ASIA = cat("ASIA", lambda r: chars(r, _B32S, 16))
+
+
+def AWS_SECRET(rng: random.Random) -> str:
+    while True:
+        v = chars(rng, _AN + "/+", 40)
+        if _has(v, str.isdigit, str.islower, str.isupper):
+            return v
+
+
+AWS_SESSION = cat("IQoJb3JpZ2luX2VjE", B64(280))
+AZ_SECRET = cat(AN(3), "8Q~", UL(37))
+AZ_STORAGE = B64(64)
+ALI_ID = cat("LTAI5t", AN(18))
+ALI_SECRET = AN(30)
+TENCENT_ID = cat("AKID", AN(32))
+TENCENT_SECRET = AN(32)
+DOPPLER_ST = cat("dp.st.prd.", AN(43))
+OP_SA = cat("ops_eyJ", B64U(300))
+INFISICAL_ST = lambda r: f"st.{uid(r)}.{hx(r, 32)}.{hx(r, 32)}"  # noqa: E731
+VAULT = cat("hvs.", UL(92))
+PULUMI = cat("pul-", HX(40))
+TFC = cat(AN(14), ".atlasv1.", AN(67))
+NPM = cat("npm_", AN(36))
+PYPI = cat("pypi-AgEIcHlwaS5vcmc", UL(150))
+RUBYGEMS = cat("rubygems_", HX(48))
+NUGET = cat("oy2", LO(43))
+DOCKER_PAT = cat("dckr_pat_", UL(27))
+POSTMAN = cat("PMAK-", HX(24), "-", HX(34))
+SONAR = cat("squ_", HX(40))
+MAPBOX_SK = cat("sk.eyJ1IjoiYWNtZS1tYXBzIiwiYSI6I", AN(22), "J9.", UL(22))
+SUPABASE_PAT = cat("sbp_", HX(40))
+SUPABASE_SECRET = cat("sb_secret_", UL(31))
+CLERK = cat("sk_live_", AN(40))
+OKTA = cat("00", UL(40))
+FIGMA = cat("figd_", UL(40))
+CONTENTFUL = cat("CFPAT-", UL(43))
+HUBSPOT = lambda r: "pat-na1-" + uid(r)  # noqa: E731
+POSTHOG_PERSONAL = cat("phx_", AN(43))
+LD_SDK = lambda r: "sdk-" + uid(r)  # noqa: E731
+STATSIG = cat("secret-", AN(43))
+NEON = cat("napi_", LO(64))
+PSCALE_PW = cat("pscale_pw_", UL(43))
+TS_API = cat("tskey-api-k", AN(11), "CNTRL-", AN(33))
+TS_AUTH = cat("tskey-auth-k", AN(11), "CNTRL-", AN(33))
+NGROK = cat("2", AN(26), "_", AN(21))
+BUILDKITE = cat("bkua_", HX(40))
+CIRCLE = cat("CCIPAT_", AN(22), "_", HX(40))
+MATRIX = cat("syt_", B64U(9), "_", AN(20), "_", AN(6))
+BSKY_APP = lambda r: "-".join(chars(r, string.ascii_lowercase + string.digits, 4) for _ in range(4))  # noqa: E731
+NSEC = cat("nsec1", lambda r: chars(r, _BECH, 58))
+TWITCH_STREAM = cat("live_", DG(9), "_", AN(30))
+YT_STREAM = lambda r: "-".join(chars(r, _LO, 4) for _ in range(5))  # noqa: E731
+TELEGRAM_BOT = cat(DG(10), ":AA", UL(33))
+AGE_KEY = cat("AGE-SECRET-KEY-1", lambda r: chars(r, _BECH.upper(), 58))
+WG_KEY = B64(32)
+DISCORD_BOT = lambda r: (  # noqa: E731
+    base64.b64encode(str(r.randint(10**17, 10**18)).encode()).decode().rstrip("=") + "." + ul(r, 6) + "." + ul(r, 38)
+)
+JFROG = cat("cmVmdGtuOjAxOjE3", AN(48))
+SNYK = UUID
+CODECOV = UUID
+PLANETSCALE_TKN = cat("pscale_tkn_", UL(43))
+UPSTASH = cat("AX", UL(60), "=")
+TURSO = JWT({"a": "rw", "iat": 1767225600, "id": "3f2c1e9a-db"}, "EdDSA")
+MODAL_ID = cat("ak-", AN(22))
+MODAL_SECRET = cat("as-", AN(22))
+E2B = cat("e2b_", HX(40))
+BROWSERBASE = cat("bb_live_", UL(27))
+EXA = UUID
+QDRANT = cat(UL(32), "|", UL(32))
+WEAVIATE = AN(40)
+SQUARE_SECRET = cat("sq0csp-", UL(43))
+RAZORPAY_SECRET = AN(24)
+PLAID_SECRET = HX(30)
+BRAINTREE_PRIV = HX(32)
+ADYEN = cat("AQE", UL(40), "=-", UL(44), "=-", UL(12))
+OCTOPUS = cat("sk_live_", AN(24))
+STEAM = HXU(32)
+RIOT = lambda r: "RGAPI-" + uid(r)  # noqa: E731
+PLEX = UL(20)
+ARR = HX(32)
+XIAOMI = HX(32)
+HUE = UL(40)
+RAPIDAPI = cat(HX(10), "msh", HX(15), "p", HX(6), "jsn", HX(12))
+OPENAI_SVC = cat("sk-svcacct-", UL(74), "T3BlbkFJ", UL(74))
+GITEA = HX(40)
+BITWARDEN_SM = lambda r: f"0.{uid(r)}.{an(r, 30)}:{b64(r, 16)}"  # noqa: E731
+DATABRICKS = cat("dapi", HX(32))
+SNOWFLAKE_PAT = JWT({"p": "6:1203", "r": "ANALYST", "iss": "SF"}, "ES256")
+CONFLUENT_SECRET = cat(AN(40), "+", AN(23))
+ASANA = lambda r: f"2/{dg(r, 16)}/{dg(r, 16)}:{hx(r, 32)}"  # noqa: E731
+DROPBOX = cat("sl.u.", UL(140))
+ZOOM_SECRET = AN(32)
+AUTH0_SECRET = UL(64)
+TWITTER_BEARER = cat("AAAAAAAAAAAAAAAAAAAAA", AN(30), "%3D", AN(50))
+SHOPIFY_CA = cat("shpca_", HX(32))
+
+# ---- noise ---------------------------------------------------------------------------------------------------
+
+_FIRST = (
+    "abena bogdan cyrus dilnoza elif fiona gustavo hyejin ines jomo kalani lukas marisol nneka oskar pallavi "
+    "radu saoirse tarek uma valeria wen xolani yara zeynep"
+).split()
+_HOSTS = (
+    "pg-main.internal db02.prod.lan warehouse.svc.cluster.local mq-a.corp.example api.int.example "
+    "reports-db.eu.example cache-2.internal broker-1.stream.lan runner-07.ci.example nas.home.arpa"
+).split()
+
+
+def _user(rng: random.Random) -> str:
+    return rng.choice(_FIRST) + rng.choice(["", ".", "_"]) + rng.choice(["ops", "dev", "svc", "app", str(rng.randint(2, 99))])
+
+
+def _when(rng: random.Random) -> str:
+    return (
+        f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:"
+        f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
+    )
+
+
+_NOISE: dict[str, Maker] = {
+    "user": _user,
+    "first": lambda r: r.choice(_FIRST).capitalize(),
+    "first2": lambda r: r.choice(_FIRST).capitalize(),
+    "host": lambda r: r.choice(_HOSTS),
+    "ip": lambda r: f"10.{r.randint(0, 255)}.{r.randint(0, 255)}.{r.randint(2, 254)}",
+    "ip2": lambda r: f"10.{r.randint(0, 255)}.{r.randint(0, 255)}.{r.randint(2, 254)}",
+    "lan": lambda r: f"192.168.{r.randint(0, 9)}.{r.randint(2, 254)}",
+    "pub": lambda r: f"198.51.100.{r.randint(2, 254)}",
+    "uuid": uid,
+    "uuid2": uid,
+    "sha": lambda r: hashlib.sha1(r.randbytes(12)).hexdigest(),
+    "sha2": lambda r: hashlib.sha1(r.randbytes(12)).hexdigest(),
+    "short": lambda r: hashlib.sha1(r.randbytes(12)).hexdigest()[:7],
+    "short2": lambda r: hashlib.sha1(r.randbytes(12)).hexdigest()[:7],
+    "sha256": lambda r: hashlib.sha256(r.randbytes(12)).hexdigest(),
+    "sha256b": lambda r: hashlib.sha256(r.randbytes(12)).hexdigest(),
+    "md5": lambda r: hashlib.md5(r.randbytes(12)).hexdigest(),
+    "ts": _when,
+    "ts2": _when,
+    "day": lambda r: f"2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+    "hms": lambda r: f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}",
+    "hms2": lambda r: f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}",
+    "port": lambda r: str(r.randint(1025, 65000)),
+    "n": lambda r: str(r.randint(2, 99)),
+    "n2": lambda r: str(r.randint(100, 999)),
+    "n3": lambda r: str(r.randint(1000, 99999)),
+    "pid": lambda r: str(r.randint(1200, 65000)),
+    "trace": lambda r: r.randbytes(16).hex(),
+    "span": lambda r: r.randbytes(8).hex(),
+    "acct": lambda r: dg(r, 12),
+    "ticket": lambda r: str(r.randint(10000, 99999)),
+    "email": lambda r: _user(r).replace("_", ".") + "@" + r.choice(["example.com", "example.org", "corp.example"]),
+    "ver": lambda r: f"{r.randint(0, 9)}.{r.randint(0, 40)}.{r.randint(0, 20)}",
+    "hex8": lambda r: r.randbytes(4).hex(),
+    "hex12": lambda r: r.randbytes(6).hex(),
+    "ms": lambda r: str(r.randint(3, 2500)),
+    "tok": lambda r: str(r.randint(50, 4000)),
+    "callid": lambda r: "call_" + "".join(r.choice(_AN) for _ in range(24)),
+    "toolu": lambda r: "toolu_01" + "".join(r.choice(_AN) for _ in range(22)),
+}
+_MARK = re.compile(r"§([A-Za-z_][A-Za-z0-9_]*)§")
+
+
+def _fill(rng: random.Random, text: str, makers: dict[str, Maker | str]) -> tuple[str, dict[str, str]]:
+    body = textwrap.dedent(text).strip("\n")
+    vals: dict[str, str] = {}
+    for key in _MARK.findall(body):
+        if key not in vals:
+            mk = makers[key] if key in makers else _NOISE[key]
+            vals[key] = mk if isinstance(mk, str) else mk(rng)
+    return _MARK.sub(lambda m: vals[m.group(1)], body) + "\n", vals
+
+
+def shape(name: str, text: str, **makers: Maker | str) -> None:
+    """A credential shape from a template: `§KEY§` marks; keys starting upper-case are planted, others noise."""
+
+    def fn(rng: random.Random) -> Made:
+        body, vals = _fill(rng, text, makers)
+        return body, tuple(v for k, v in vals.items() if k[0].isupper())
+
+    _CRED.append((name, fn))
+
+
+def cshape(name: str, text: str, **makers: Maker | str) -> None:
+    """A clean shape from a template: every mark is noise."""
+    assert not any(k[0].isupper() for k in makers), name
+    _CLEAN.append((name, lambda rng: _fill(rng, text, makers)[0]))
+
+
+def cred(name: str):
+    def register(fn):
+        _CRED.append((name, fn))
+        return fn
+
+    return register
+
+
+def clean(name: str):
+    def register(fn):
+        _CLEAN.append((name, fn))
+        return fn
+
+    return register
+
+
+def out(text: str, *values: str) -> Made:
+    body = textwrap.dedent(text).strip("\n") + "\n"
+    return body, tuple(values)
+
+
+# =============================================================================================================
+# credential documents
+# =============================================================================================================
+
+# ---- shell sessions and histories ------------------------------------------------------------------------------
+
+shape(
+    "bash-session-pg-dump-pgpassword-prefix-then-gzip-to-s3",
+    """
+    §user§@bastion:~$ PGPASSWORD='§P§' pg_dump -h §host§ -U reporting -Fc orders > orders-§day§.dump
+    §user§@bastion:~$ ls -lh orders-§day§.dump
+    -rw-rw-r-- 1 §user§ §user§ 412M §day§ §hms§ orders-§day§.dump
+    §user§@bastion:~$ gzip -9 orders-§day§.dump && aws s3 cp orders-§day§.dump.gz s3://acme-db-dumps/orders/
+    upload: ./orders-§day§.dump.gz to s3://acme-db-dumps/orders/orders-§day§.dump.gz
+    """,
+    P=SAFE(20),
+)
+shape(
+    "zsh-session-sshpass-p-rsync-to-nas",
+    """
+    ➜  photos git:(main) sshpass -p "§P§" rsync -avz --progress ./2026/ admin@§lan§:/volume1/photo/2026/
+    sending incremental file list
+    2026/03/IMG_§n3§.HEIC
+          2,418,112 100%   11.02MB/s    0:00:00 (xfr#1, to-chk=311/340)
+    sent 612,004,211 bytes  received 6,402 bytes  9,882,310.21 bytes/sec
+    """,
+    P=PERSON,
+)
+shape(
+    "bash-history-redis-cli-no-auth-warning-a-flag",
+    """
+     1012  kubectl -n cache port-forward svc/redis-master 6379:6379 &
+     1013  redis-cli -h 127.0.0.1 -p 6379 -a '§P§' --no-auth-warning INFO keyspace
+     1014  redis-cli -h 127.0.0.1 -p 6379 -a '§P§' --no-auth-warning --scan --pattern 'sess:*' | wc -l
+     1015  fg
+    """,
+    P=AN(32),
+)
+shape(
+    "nushell-history-txt-let-env-anthropic-key",
+    """
+    # ~/.config/nushell/history.txt
+    ls | where size > 10mb
+    $env.ANTHROPIC_API_KEY = "§K§"
+    claude -p "summarise the failing tests in ci.log" | save summary.md
+    open summary.md | lines | first 20
+    """,
+    K=ANTHROPIC,
+)
+shape(
+    "powershell-psreadline-consolehost-history-connect-mggraph-secret",
+    """
+    # %APPDATA%\\Microsoft\\Windows\\PowerShell\\PSReadLine\\ConsoleHost_history.txt
+    Install-Module Microsoft.Graph -Scope CurrentUser
+    $sec = ConvertTo-SecureString '§S§' -AsPlainText -Force
+    $cred = New-Object System.Management.Automation.PSCredential('§uuid§', $sec)
+    Connect-MgGraph -TenantId '§uuid2§' -ClientSecretCredential $cred
+    Get-MgUser -Top 5 | Select-Object DisplayName,UserPrincipalName
+    """,
+    S=AZ_SECRET,
+)
+shape(
+    "cmd-exe-session-net-use-mapped-drive-password-positional",
+    """
+    Microsoft Windows [Version 10.0.26100.3476]
+    (c) Microsoft Corporation. All rights reserved.
+
+    C:\\Users\\§first§>net use Z: \\\\fs01.corp.example\\finance §P§ /user:CORP\\svc-finance /persistent:no
+    The command completed successfully.
+
+    C:\\Users\\§first§>dir Z:\\close\\2026-Q1
+    """,
+    P=PERSON,
+)
+shape(
+    "ps-auxww-output-java-process-dspring-datasource-password",
+    """
+    $ ps auxww | grep [j]ava
+    app       §pid§  4.2 12.8 8123456 2104532 ?    Ssl  §hms§  41:07 /usr/lib/jvm/java-21/bin/java -Xms2g -Xmx4g -Dspring.profiles.active=prod -Dspring.datasource.url=jdbc:postgresql://§host§:5432/ledger -Dspring.datasource.username=ledger_app -Dspring.datasource.password=§P§ -jar /opt/ledger/ledger-§ver§.jar
+    """,
+    P=SYM(18, "!%*+-=?@^_~."),
+)
+shape(
+    "proc-pid-cmdline-tr-nul-mongodump-uri",
+    """
+    root@db-tools:~# cat /proc/§pid§/cmdline | tr '\\0' ' '; echo
+    mongodump --uri=mongodb+srv://backup:§P§@cluster0.§hex8§.mongodb.net/ --gzip --archive=/backups/mongo-§day§.gz --readPreference=secondary
+    """,
+    P=SAFE(24),
+)
+shape(
+    "declare-x-listing-in-container-shell-sentry-auth-token",
+    """
+    / # declare -x
+    declare -x HOME="/root"
+    declare -x HOSTNAME="web-§hex8§-§hex12§"
+    declare -x NODE_ENV="production"
+    declare -x PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    declare -x SENTRY_AUTH_TOKEN="§T§"
+    declare -x SENTRY_ORG="acme"
+    declare -x SHLVL="1"
+    """,
+    T=SENTRY_USER,
+)
+shape(
+    "printenv-sorted-in-ci-debug-step-replicate-and-hf",
+    """
+    + printenv | sort | grep -E '^(HF_|REPLICATE_|CI_|RUNNER_)'
+    CI_COMMIT_SHA=§sha§
+    CI_JOB_ID=§n3§
+    HF_HOME=/cache/hf
+    HF_TOKEN=§H§
+    REPLICATE_API_TOKEN=§R§
+    RUNNER_OS=Linux
+    """,
+    H=HF,
+    R=REPLICATE,
+)
+shape(
+    "bash-heredoc-cat-into-pgpass-then-chmod",
+    """
+    $ cat > ~/.pgpass <<'EOF'
+    §host§:5432:analytics:metabase:§P§
+    EOF
+    $ chmod 600 ~/.pgpass
+    $ psql -h §host§ -U metabase analytics -c 'select now()'
+                  now
+    -------------------------------
+     §day§ §hms§.41207+00
+    (1 row)
+    """,
+    P=SAFE(22),
+)
+shape(
+    "sudo-s-echo-pipe-in-deploy-script",
+    """
+    #!/usr/bin/env bash
+    # deploy.sh — quick and dirty, runs from the jump host
+    set -euo pipefail
+    HOST=deploy@§ip§
+    ssh "$HOST" "echo '§P§' | sudo -S systemctl restart api.service"
+    ssh "$HOST" "echo '§P§' | sudo -S journalctl -u api.service -n 20 --no-pager"
+    """,
+    P=PERSON,
+)
+shape(
+    "expect-spawn-ssh-copy-id-send-password-script",
+    """
+    #!/usr/bin/expect -f
+    set timeout 20
+    spawn ssh-copy-id -i /home/§user§/.ssh/id_ed25519.pub pi@§lan§
+    expect {
+        "yes/no" { send "yes\\r"; exp_continue }
+        "password:" { send "§P§\\r" }
+    }
+    expect eof
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "fish-session-set-x-openrouter-key-then-curl-models",
+    """
+    ~/src/agent (main)> set -x OPENROUTER_API_KEY §K§
+    ~/src/agent (main)> curl -s https://openrouter.ai/api/v1/key -H "Authorization: Bearer $OPENROUTER_API_KEY" | jq .data.label
+    "agent-dev"
+    """,
+    K=OPENROUTER,
+)
+shape(
+    "tmux-capture-pane-mysql-shell-identified-by-alter-user",
+    """
+    $ tmux capture-pane -pt db:0 -S -30
+    mysql> ALTER USER 'grafana'@'%' IDENTIFIED BY '§P§';
+    Query OK, 0 rows affected (0.02 sec)
+
+    mysql> FLUSH PRIVILEGES;
+    Query OK, 0 rows affected (0.01 sec)
+    """,
+    P=SYM(16, "!#%*+-=?@^_~."),
+)
+shape(
+    "bash-set-x-trace-curl-user-colon-token-artifact-upload",
+    """
+    + VERSION=§ver§
+    + curl -sSf -u ci-publisher:§T§ -T dist/acme-agent-§ver§.tar.gz https://nexus.corp.example/repository/raw-releases/acme-agent/§ver§/
+    + echo 'uploaded'
+    uploaded
+    """,
+    T=AN(40),
+)
+shape(
+    "zsh-history-extended-export-groq-and-ollama-host",
+    """
+    : 1767§n3§:0;export OLLAMA_HOST=http://§lan§:11434
+    : 1767§n3§:0;export GROQ_API_KEY=§K§
+    : 1767§n3§:0;uv run python bench.py --provider groq --model llama-3.3-70b-versatile
+    """,
+    K=GROQ,
+)
+shape(
+    "bash-session-openssl-rand-output-used-as-jwt-secret",
+    """
+    $ openssl rand -base64 48
+    §S§
+    $ fly secrets set JWT_SIGNING_SECRET='§S§' -a acme-api
+    Secrets are staged for the first deployment
+    """,
+    S=B64(48),
+)
+shape(
+    "powershell-session-invoke-restmethod-headers-hashtable-bearer",
+    """
+    PS C:\\work> $h = @{ Authorization = "Bearer §T§"; Accept = "application/json" }
+    PS C:\\work> Invoke-RestMethod -Uri https://api.linear.app/graphql -Method Post -Headers $h -Body '{"query":"{ viewer { id name } }"}' -ContentType application/json
+
+    data
+    ----
+    @{viewer=}
+    """,
+    T=LINEAR,
+)
+shape(
+    "cmd-setx-persist-user-env-var-output",
+    """
+    C:\\dev>setx DEEPSEEK_API_KEY "§K§"
+
+    SUCCESS: Specified value was saved.
+
+    C:\\dev>echo %DEEPSEEK_API_KEY%
+    %DEEPSEEK_API_KEY%
+    """,
+    K=DEEPSEEK,
+)
+shape(
+    "bash-read-prompt-transcript-password-echoed-by-typo",
+    """
+    $ read -p "vault unseal key: " KEY
+    vault unseal key: §K§
+    $ vault operator unseal "$KEY"
+    Key                Value
+    ---                -----
+    Seal Type          shamir
+    Sealed             false
+    """,
+    K=B64(33),
+)
+shape(
+    "bash-session-htpasswd-nbb-stdout-then-nginx-reload",
+    """
+    $ htpasswd -nbB grafana '§P§' | sudo tee /etc/nginx/.htpasswd-grafana
+    grafana:$2y$05$§hex12§§hex12§§hex12§§hex8§.
+    $ sudo nginx -t && sudo systemctl reload nginx
+    nginx: configuration file /etc/nginx/nginx.conf test is successful
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "docker-exec-it-psql-connection-uri-argument",
+    """
+    $ docker exec -it pg16 psql "postgresql://app:§P§@localhost:5432/app?sslmode=disable" -c '\\dt'
+                List of relations
+     Schema |     Name      | Type  | Owner
+    --------+---------------+-------+-------
+     public | invoices      | table | app
+     public | schema_migrations | table | app
+    """,
+    P=SAFE(18),
+)
+shape(
+    "bash-alias-in-bashrc-mysql-login-glued-p",
+    """
+    # ~/.bashrc (excerpt)
+    alias ll='ls -alF'
+    alias k='kubectl'
+    alias proddb='mysql -h §host§ -u readonly -p§P§ shop_prod'
+    export EDITOR=nvim
+    """,
+    P=PWGEN(11),
+)
+shape(
+    "ssh-config-localcommand-with-token-and-proxyjump",
+    """
+    # ~/.ssh/config
+    Host gpu-box
+        HostName §pub§
+        User ubuntu
+        ProxyJump bastion
+        PermitLocalCommand yes
+        LocalCommand curl -s -X POST "https://ntfy.sh/acme-logins" -H "Authorization: Bearer §T§" -d "login to %n"
+    """,
+    T=cat("tk_", LO(29)),
+)
+shape(
+    "bash-session-wget-user-password-flags-backup-download",
+    """
+    $ wget --user=backup --password='§P§' https://files.corp.example/backups/wiki-§day§.tar.zst
+    --§day§ §hms§--  https://files.corp.example/backups/wiki-§day§.tar.zst
+    Resolving files.corp.example (files.corp.example)... §ip§
+    HTTP request sent, awaiting response... 401 Unauthorized
+    Authentication selected: Basic realm="backups"
+    HTTP request sent, awaiting response... 200 OK
+    Length: 1288302211 (1.2G) [application/zstd]
+    """,
+    P=SYM(20, "!#%*+-=?@^_~."),
+)
+shape(
+    "fish-universal-variables-file-fish-variables",
+    """
+    # This file contains fish universal variable definitions.
+    # VERSION: 3.0
+    SETUVAR --export MISTRAL_API_KEY:§K§
+    SETUVAR __fish_initialized:3800
+    SETUVAR fish_greeting:\\x1d
+    """,
+    K=MISTRAL,
+)
+shape(
+    "bash-session-gh-secret-set-body-flag",
+    """
+    $ gh secret set NPM_TOKEN --body "§T§" --repo acme/web-sdk
+    ✓ Set Actions secret NPM_TOKEN for acme/web-sdk
+    $ gh secret list --repo acme/web-sdk
+    NPM_TOKEN   Updated §day§
+    """,
+    T=NPM,
+)
+shape(
+    "zsh-session-op-read-output-pasted-back-into-export",
+    """
+    ➜ op read "op://Engineering/Stripe live/credential"
+    §K§
+    ➜ export STRIPE_API_KEY=§K§
+    ➜ stripe balance retrieve --live | jq .available
+    """,
+    K=STRIPE_RK,
+)
+shape(
+    "bash-session-ldapwhoami-x-w-flag",
+    """
+    $ ldapwhoami -x -H ldaps://ldap.corp.example -D "uid=svc-gitlab,ou=services,dc=corp,dc=example" -w '§P§'
+    dn:uid=svc-gitlab,ou=services,dc=corp,dc=example
+    """,
+    P=SYM(22, "!#%*+-=?@^_~."),
+)
+shape(
+    "bash-session-rclone-config-create-b2-key-positional",
+    """
+    $ rclone config create b2-archive b2 account §acct§ key §K§
+    [b2-archive]
+    type = b2
+    account = §acct§
+    key = §K§
+    """,
+    K=cat("K00", AN(28)),
+)
+shape(
+    "bash-session-smbclient-u-user-percent-password",
+    """
+    $ smbclient //§lan§/scans -U 'scanner%§P§' -c 'ls'
+      .                                   D        0  Mon §day§
+      ..                                  D        0  Mon §day§
+      scan_§n3§.pdf                       A   482113  Mon §day§
+    """,
+    P=PERSON,
+)
+shape(
+    "bash-session-mosquitto-pub-u-p-flags",
+    """
+    $ mosquitto_pub -h mqtt.home.arpa -p 8883 --cafile /etc/ssl/certs/ca.pem -u nodered -P '§P§' -t 'home/garage/door' -m 'close' -d
+    Client null sending CONNECT
+    Client null received CONNACK (0)
+    Client null sending PUBLISH (d0, q0, r0, m1, 'home/garage/door', ... (5 bytes))
+    """,
+    P=SAFE(16),
+)
+shape(
+    "bash-session-sqlcmd-sa-password-flag-docker",
+    """
+    $ docker exec -it mssql /opt/mssql-tools18/bin/sqlcmd -S localhost -U sa -P '§P§' -C -Q "SELECT name FROM sys.databases"
+    name
+    --------------------------------------------------------------------------------------------------------------------------------
+    master
+    tempdb
+    model
+    msdb
+    Inventory
+    """,
+    P=SYM(16, "!#%*+-=?@^_~."),
+)
+shape(
+    "bash-session-curl-netrc-file-inline-creation",
+    """
+    $ printf 'machine api.bitbucket.org login acme-ci password %s\\n' '§T§' > ~/.netrc
+    $ curl -sn https://api.bitbucket.org/2.0/repositories/acme | jq '.values | length'
+    10
+    """,
+    T=BB_APP,
+)
+shape(
+    "bash-session-kafka-console-producer-command-config-inline-cat",
+    """
+    $ cat client.properties
+    security.protocol=SASL_SSL
+    sasl.mechanism=SCRAM-SHA-512
+    sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="orders-producer" password="§P§";
+    $ kafka-console-producer.sh --bootstrap-server broker-1.stream.lan:9094 --topic orders --producer.config client.properties
+    >
+    """,
+    P=SAFE(28),
+)
+shape(
+    "powershell-history-new-localuser-convertto-securestring",
+    """
+    PS> $pw = ConvertTo-SecureString "§P§" -AsPlainText -Force
+    PS> New-LocalUser -Name "kiosk" -Password $pw -FullName "Lobby kiosk" -PasswordNeverExpires
+    Name  Enabled Description
+    ----  ------- -----------
+    kiosk True
+    """,
+    P=PERSON,
+)
+shape(
+    "bash-session-vault-login-userpass-password-arg",
+    """
+    $ vault login -method=userpass username=§user§ password='§P§'
+    Success! You are now authenticated.
+    Key                    Value
+    ---                    -----
+    token_accessor         §hex12§§hex12§
+    token_duration         768h
+    token_policies         ["default" "dev-read"]
+    """,
+    P=PERSON,
+)
+
+# ---- CI logs of many systems ------------------------------------------------------------------------------------
+
+shape(
+    "github-actions-log-composite-action-input-echo-group",
+    """
+    2026-03-§n§T§hms§.1234567Z ##[group]Run ./.github/actions/deploy
+    2026-03-§n§T§hms§.1236011Z with:
+    2026-03-§n§T§hms§.1236110Z   environment: production
+    2026-03-§n§T§hms§.1236201Z   render-api-key: §K§
+    2026-03-§n§T§hms§.1236300Z   service-id: srv-§hex12§
+    2026-03-§n§T§hms§.1236402Z ##[endgroup]
+    """,
+    K=RENDER,
+)
+shape(
+    "gitlab-ci-job-log-before-script-echo-config-json",
+    """
+    $ echo "{\\"auths\\":{\\"registry.corp.example\\":{\\"username\\":\\"ci\\",\\"password\\":\\"§P§\\"}}}" > /kaniko/.docker/config.json
+    $ /kaniko/executor --context $CI_PROJECT_DIR --dockerfile Dockerfile --destination registry.corp.example/web:$CI_COMMIT_SHORT_SHA
+    INFO[0000] Retrieving image manifest node:22-alpine
+    """,
+    P=SAFE(24),
+)
+shape(
+    "jenkins-console-log-sh-step-masked-then-unmasked-by-base64",
+    """
+    [Pipeline] withCredentials
+    Masking supported pattern matches of $DEPLOY_PW
+    [Pipeline] sh
+    + echo ****
+    ****
+    + echo -n **** | base64
+    §B§
+    [Pipeline] }
+    """,
+    B=lambda r: base64.b64encode(safe(r, 18).encode()).decode(),
+)
+shape(
+    "circleci-step-output-env-printed-by-npm-config-list",
+    """
+    #!/bin/bash -eo pipefail
+    npm config list
+    ; "user" config from /home/circleci/.npmrc
+
+    //registry.npmjs.org/:_authToken = "§T§"
+    ; node bin location = /usr/local/bin/node
+    ; node version = v22.§n§.0
+    ; npm version = 10.§n§.1
+    """,
+    T=NPM,
+)
+shape(
+    "buildkite-job-log-docker-build-arg-echoed-by-buildx",
+    """
+    ~~~ :docker: Building image
+    $ docker buildx build --build-arg SENTRY_AUTH_TOKEN=§T§ --build-arg GIT_SHA=§sha§ -t acme/web:§short§ .
+    #0 building with "default" instance using docker driver
+    #1 [internal] load build definition from Dockerfile
+    #1 transferring dockerfile: 1.12kB done
+    """,
+    T=SENTRY_USER,
+)
+shape(
+    "azure-pipelines-log-script-task-generated-script-with-literal",
+    """
+    ========================== Starting Command Output ===========================
+    /usr/bin/bash --noprofile --norc /home/vsts/work/_temp/§uuid§.sh
+    ##[debug]Generated script contents:
+    az storage blob upload-batch --account-name acmeassets --account-key "§K§" -d '$web' -s ./dist
+    Finished: 412 files uploaded
+    """,
+    K=AZ_STORAGE,
+)
+shape(
+    "bitbucket-pipelines-log-pipe-variables-block",
+    """
+    + pipe: atlassian/aws-s3-deploy:1.6.1
+    Pipe variables:
+      AWS_ACCESS_KEY_ID: §A§
+      AWS_SECRET_ACCESS_KEY: §S§
+      AWS_DEFAULT_REGION: eu-central-1
+      S3_BUCKET: acme-static-prod
+    INFO: Starting deployment to S3...
+    """,
+    A=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "drone-build-log-plugin-docker-settings-env-echo",
+    """
+    + PLUGIN_REGISTRY=ghcr.io
+    + PLUGIN_USERNAME=acme-bot
+    + PLUGIN_PASSWORD=§T§
+    + PLUGIN_REPO=ghcr.io/acme/worker
+    + docker login -u acme-bot -p ******** ghcr.io
+    WARNING! Using --password via the CLI is insecure. Use --password-stdin.
+    """,
+    T=GHP,
+)
+shape(
+    "woodpecker-pipeline-log-step-commands-with-token-in-url",
+    """
+    + git clone https://oauth2:§T§@codeberg.org/acme/docs.git /woodpecker/src/docs
+    Cloning into '/woodpecker/src/docs'...
+    + cd docs && hugo --minify
+    Start building sites …
+    Total in 812 ms
+    """,
+    T=GITEA,
+)
+shape(
+    "teamcity-build-log-step-parameters-reference-resolved",
+    """
+    [§hms§]i: Step 2/4: Publish (Command Line)
+    [§hms§] : 	[Step 2/4] Starting: /opt/buildagent/temp/agentTmp/custom_script§n3§.sh
+    [§hms§] : 	[Step 2/4] + dotnet nuget push ./out/*.nupkg --api-key §K§ --source https://api.nuget.org/v3/index.json
+    [§hms§] : 	[Step 2/4] Pushing Acme.Client.§ver§.nupkg to 'https://www.nuget.org/api/v2/package'...
+    """,
+    K=NUGET,
+)
+shape(
+    "travis-ci-log-setting-environment-variables-display-value",
+    """
+    Setting environment variables from repository settings
+    $ export CODECOV_TOKEN=[secure]
+    $ export COVERALLS_REPO_TOKEN=§T§
+    $ export NODE_ENV=test
+    """,
+    T=AN(33),
+)
+shape(
+    "semaphore-ci-job-log-secret-file-cat-for-debug",
+    """
+    $ cat ~/.aws/credentials
+    [default]
+    aws_access_key_id = §A§
+    aws_secret_access_key = §S§
+    $ aws sts get-caller-identity --query Arn --output text
+    arn:aws:iam::§acct§:user/semaphore-deployer
+    """,
+    A=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "harness-ci-step-log-run-step-env-echo",
+    """
+    §ts§ [run_integration_tests] + env | grep -i snow
+    §ts§ [run_integration_tests] SNOWFLAKE_ACCOUNT=acme-eu1
+    §ts§ [run_integration_tests] SNOWFLAKE_USER=CI_RUNNER
+    §ts§ [run_integration_tests] SNOWFLAKE_PASSWORD=§P§
+    §ts§ [run_integration_tests] SNOWFLAKE_WAREHOUSE=CI_WH
+    """,
+    P=SYM(24, "!#%*+-=?@^_~."),
+)
+shape(
+    "dagger-call-log-with-secret-plaintext-env-misuse",
+    """
+    $ dagger call publish --registry-password=env:REG_PW --source=. --tag=§short§
+    ✔ connect 0.4s
+    ✔ ModuleSource.asModule 1.9s
+    ✔ Publish.publish(source: Directory, tag: "§short§", registryPassword: "§P§"): String! 38.2s
+    ghcr.io/acme/api:§short§@sha256:§sha256§
+    """,
+    P=GHP,
+)
+shape(
+    "earthly-build-log-run-with-arg-token-printed",
+    """
+    +deps | --> RUN --no-cache pip install --index-url https://__token__:§T§@pypi.corp.example/simple -r requirements.txt
+    +deps | Looking in indexes: https://__token__:****@pypi.corp.example/simple
+    +deps | Collecting fastapi==0.115.§n§
+    """,
+    T=cat("pypi-corp-", AN(32)),
+)
+shape(
+    "cloud-build-log-step-args-gcloud-run-deploy-set-env-vars",
+    """
+    Step #2 - "deploy": Already have image (with digest): gcr.io/google.com/cloudsdktool/cloud-sdk
+    Step #2 - "deploy": + gcloud run deploy billing --image=europe-docker.pkg.dev/acme/app/billing:§short§ --region=europe-west1 --set-env-vars=ENV=prod,PADDLE_API_KEY=§K§
+    Step #2 - "deploy": Deploying container to Cloud Run service [billing] in project [acme-prod] region [europe-west1]
+    """,
+    K=cat("pdl_live_apikey_", LO(26), "_", AN(22), "_", AN(3)),
+)
+shape(
+    "codebuild-log-phase-build-echo-pypirc",
+    """
+    [Container] §day§ §hms§.482311 Running command cat > ~/.pypirc <<EOF
+    [pypi]
+    username = __token__
+    password = §T§
+    EOF
+    [Container] §day§ §hms§.501244 Running command twine upload dist/*
+    Uploading distributions to https://upload.pypi.org/legacy/
+    """,
+    T=PYPI,
+)
+shape(
+    "render-deploy-log-build-command-echo-env-file",
+    """
+    ==> Running build command 'echo "DATABASE_URL=$DATABASE_URL" >> .env && npm run build'...
+    ==> DATABASE_URL=postgresql://acme_web:§P§@dpg-§hex12§-a.frankfurt-postgres.render.com/acme_web
+    > acme-web@1.0.0 build
+    > next build
+    """,
+    P=AN(32),
+)
+shape(
+    "netlify-build-log-plugin-prints-context-env",
+    """
+    12:01:§n§ PM: ❯ Loading plugins
+    12:01:§n§ PM:    - netlify-plugin-debug-env@1.0.2 from netlify.toml
+    12:01:§n§ PM: debug-env: CONTENTFUL_SPACE_ID=§hex12§
+    12:01:§n§ PM: debug-env: CONTENTFUL_MANAGEMENT_TOKEN=§T§
+    12:01:§n§ PM: debug-env: NODE_VERSION=22
+    """,
+    T=CONTENTFUL,
+)
+shape(
+    "railway-deploy-log-nixpacks-env-setup-line",
+    """
+    ╔═════════════ Nixpacks v1.§n§.0 ════════════╗
+    ║ setup      │ python312, gcc                ║
+    ║ install    │ pip install -r requirements.txt ║
+    ║ start      │ uvicorn app:app --host 0.0.0.0 ║
+    ╚════════════════════════════════════════════╝
+    #9 [stage-0  5/10] RUN printf '\\nRESEND_API_KEY=§K§' >> /app/.env
+    #9 DONE 0.1s
+    """,
+    K=RESEND,
+)
+shape(
+    "github-actions-log-docker-login-action-debug-registry-password",
+    """
+    ##[debug]Evaluating: secrets.QUAY_ROBOT_TOKEN
+    ##[debug]Result: '***'
+    Run docker/login-action@v3
+    ##[debug]registry: quay.io
+    ##[debug]username: acme+ci_robot
+    ##[debug]password (unmasked by fromJSON): §T§
+    Logging into quay.io...
+    Login Succeeded!
+    """,
+    T=UP(64),
+)
+shape(
+    "gitlab-ci-log-terraform-init-backend-config-flag",
+    """
+    $ terraform init -backend-config="access_key=§A§" -backend-config="secret_key=§S§" -backend-config="bucket=acme-tfstate"
+    Initializing the backend...
+    Successfully configured the backend "s3"! Terraform will automatically
+    use this backend unless the backend configuration changes.
+    """,
+    A=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "jenkins-log-groovy-sandbox-echo-credentials-map",
+    """
+    [Pipeline] echo
+    creds: [url:https://sonar.corp.example, token:§T§, projectKey:acme-api]
+    [Pipeline] withSonarQubeEnv
+    Injecting SonarQube environment variables using the configuration: sonar-prod
+    """,
+    T=SONAR,
+)
+shape(
+    "circleci-rerun-with-ssh-session-cat-env-file",
+    """
+    circleci@ip-§ip§:~/project$ cat .env.ci
+    NODE_ENV=test
+    PLAYWRIGHT_BASE_URL=http://localhost:3000
+    CHECKLY_API_KEY=§K§
+    CHECKLY_ACCOUNT_ID=§uuid§
+    circleci@ip-§ip§:~/project$
+    """,
+    K=cat("cu_", HX(32)),
+)
+shape(
+    "buildkite-agent-env-dump-artifact-env-txt",
+    """
+    # artifact: env.txt (uploaded by debug hook)
+    BUILDKITE_BRANCH=main
+    BUILDKITE_BUILD_NUMBER=§n3§
+    BUILDKITE_AGENT_ACCESS_TOKEN=§T§
+    BUILDKITE_PIPELINE_SLUG=api
+    """,
+    T=AN(40),
+)
+shape(
+    "github-actions-log-gradle-publish-property-p-flag",
+    """
+    Run ./gradlew publish -PsonatypeUsername=acme-ci -PsonatypePassword=§P§ -Psigning.password=§Q§
+    Downloading https://services.gradle.org/distributions/gradle-8.§n§-bin.zip
+    > Task :client:publishMavenPublicationToSonatypeRepository
+    BUILD SUCCESSFUL in 1m 12s
+    """,
+    P=AN(40),
+    Q=PERSON,
+)
+shape(
+    "concourse-build-log-task-params-printed-by-env",
+    """
+    initializing
+    running bash -c env | sort
+    BUILD_ID=§n3§
+    DOCKERHUB_PASSWORD=§T§
+    DOCKERHUB_USERNAME=acmeci
+    HOME=/root
+    """,
+    T=DOCKER_PAT,
+)
+shape(
+    "gocd-console-log-environment-variables-overrides",
+    """
+    [go] Start to prepare deploy-api/§n§/deploy/1/deploy on gocd-agent-§n§ [/var/lib/go-agent]
+    [go] setting environment variable 'GO_PIPELINE_COUNTER' to value '§n§'
+    [go] setting environment variable 'HEROKU_API_KEY' to value '§K§'
+    [go] Task: heroku container:release web -a acme-api
+    """,
+    K=HEROKU,
+)
+shape(
+    "tekton-taskrun-logs-step-git-clone-with-basic-url",
+    """
+    [fetch-source : clone] + git config --global --add safe.directory /workspace/output
+    [fetch-source : clone] + /ko-app/git-init -url=https://tekton-bot:§T§@git.corp.example/platform/gateway.git -revision=main -path=/workspace/output
+    [fetch-source : clone] {"level":"info","ts":1767§n3§.1,"caller":"git/git.go:176","msg":"Successfully cloned"}
+    """,
+    T=GLPAT,
+)
+shape(
+    "argo-workflows-pod-log-main-container-curl-header",
+    """
+    deploy-§hex8§-notify-§n3§: + curl -fsS -X POST https://api.pagerduty.com/incidents -H 'Authorization: Token token=§T§' -H 'From: oncall@corp.example' -d @incident.json
+    deploy-§hex8§-notify-§n3§: {"incident":{"id":"Q§n3§","status":"triggered"}}
+    """,
+    T=cat("u+", UL(18)),
+)
+shape(
+    "spinnaker-pipeline-execution-json-context-secret-leaked",
+    """
+    {
+      "type": "webhook",
+      "name": "Smoke test",
+      "context": {
+        "url": "https://smoke.corp.example/run",
+        "customHeaders": {"X-Api-Key": "§K§"},
+        "method": "POST",
+        "statusUrlResolution": "getMethod"
+      },
+      "status": "SUCCEEDED"
+    }
+    """,
+    K=AN(36),
+)
+shape(
+    "appveyor-build-log-environment-block-echo",
+    """
+    Build started
+    git clone -q --branch=main https://github.com/acme/win-agent.git C:\\projects\\win-agent
+    Running Install scripts
+    echo CHOCO_API_KEY=%CHOCO_API_KEY%
+    CHOCO_API_KEY=§K§
+    choco pack acme-agent.nuspec
+    """,
+    K=UUID,
+)
+shape(
+    "xcode-cloud-ci-post-clone-script-log-echo",
+    """
+    ci_post_clone.sh
+    + echo 'Writing Secrets.xcconfig'
+    + echo 'REVENUECAT_API_KEY = §K§'
+    + echo 'SENTRY_DSN = https://§hex12§§hex12§@o§n3§.ingest.us.sentry.io/§n3§'
+    ** ARCHIVE SUCCEEDED **
+    """,
+    K=cat("sk_", AN(28)),
+)
+shape(
+    "codemagic-build-log-scripts-step-keystore-password",
+    """
+    == Set up keystore ==
+    + echo $CM_KEYSTORE | base64 --decode > /tmp/keystore.jks
+    + cat >> android/key.properties <<EOF
+    storePassword=§P§
+    keyPassword=§P§
+    keyAlias=upload
+    storeFile=/tmp/keystore.jks
+    EOF
+    """,
+    P=SYM(20, "!#%*+-=?@^_~."),
+)
+shape(
+    "github-actions-job-summary-markdown-table-with-preview-credentials",
+    """
+    ### Preview environment ready 🚀
+    | Key | Value |
+    | --- | --- |
+    | URL | https://pr-§n3§.preview.acme.dev |
+    | Admin user | `admin@preview.acme.dev` |
+    | Admin password | `§P§` |
+    | Commit | `§short§` |
+    """,
+    P=APPLE,
+)
+shape(
+    "gitlab-ci-job-log-helm-upgrade-debug-rendered-values",
+    """
+    $ helm upgrade --install api ./chart --debug --set image.tag=$CI_COMMIT_SHORT_SHA -f values-prod.yaml
+    history.go:56: [debug] getting history for release api
+    upgrade.go:164: [debug] preparing upgrade for api
+    USER-SUPPLIED VALUES:
+    externalDatabase:
+      host: §host§
+      password: §P§
+      user: api
+    """,
+    P=SAFE(26),
+)
+shape(
+    "jenkins-blue-ocean-step-log-ansible-extra-vars-json",
+    """
+    ansible-playbook -i inventories/prod site.yml --extra-vars '{"pg_replication_password":"§P§","deploy_version":"§ver§"}'
+    PLAY [databases] ***************************************************************
+    TASK [Gathering Facts] *********************************************************
+    ok: [pg-a]
+    """,
+    P=SAFE(22),
+)
+
+# ---- configs of many tools ------------------------------------------------------------------------------------
+
+shape(
+    "dbt-profiles-yml-snowflake-password-target-prod",
+    """
+    # ~/.dbt/profiles.yml
+    acme_analytics:
+      target: prod
+      outputs:
+        prod:
+          type: snowflake
+          account: acme-eu1
+          user: DBT_PROD
+          password: "§P§"
+          role: TRANSFORMER
+          warehouse: TRANSFORMING
+          database: ANALYTICS
+          schema: marts
+          threads: 8
+    """,
+    P=SYM(22, "!#%*+-=?@^_~."),
+)
+shape(
+    "meltano-yml-extractor-config-inline-password",
+    """
+    plugins:
+      extractors:
+      - name: tap-postgres
+        variant: meltanolabs
+        config:
+          host: §host§
+          port: 5432
+          user: meltano
+          password: §P§
+          database: app
+          filter_schemas: [public]
+      loaders:
+      - name: target-duckdb
+    """,
+    P=SAFE(20),
+)
+shape(
+    "singer-tap-config-json-hubspot-private-app",
+    """
+    {
+      "start_date": "2025-01-01T00:00:00Z",
+      "access_token": "§T§",
+      "request_timeout": 300,
+      "disable_collection": true
+    }
+    """,
+    T=HUBSPOT,
+)
+shape(
+    "kafka-connect-rest-put-debezium-mysql-config-json",
+    """
+    $ curl -s -X PUT http://connect:8083/connectors/inventory-cdc/config -H 'Content-Type: application/json' -d @- <<'JSON'
+    {
+      "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+      "database.hostname": "§host§",
+      "database.port": "3306",
+      "database.user": "debezium",
+      "database.password": "§P§",
+      "database.server.id": "§n3§",
+      "topic.prefix": "inventory",
+      "schema.history.internal.kafka.topic": "schema-changes.inventory"
+    }
+    JSON
+    """,
+    P=SAFE(22),
+)
+shape(
+    "flink-sql-create-table-with-jdbc-password-option",
+    """
+    Flink SQL> CREATE TABLE orders_sink (
+    >   order_id BIGINT,
+    >   total DECIMAL(12,2),
+    >   PRIMARY KEY (order_id) NOT ENFORCED
+    > ) WITH (
+    >   'connector' = 'jdbc',
+    >   'url' = 'jdbc:postgresql://§host§:5432/dw',
+    >   'table-name' = 'orders',
+    >   'username' = 'flink',
+    >   'password' = '§P§'
+    > );
+    [INFO] Execute statement succeed.
+    """,
+    P=SYM(18, "!#%*+-=?@^_~."),
+)
+shape(
+    "spark-defaults-conf-s3a-access-and-secret-key",
+    """
+    # $SPARK_HOME/conf/spark-defaults.conf
+    spark.master                              k8s://https://kubernetes.default.svc
+    spark.hadoop.fs.s3a.endpoint              https://minio.data.lan
+    spark.hadoop.fs.s3a.access.key            §A§
+    spark.hadoop.fs.s3a.secret.key            §S§
+    spark.hadoop.fs.s3a.path.style.access     true
+    spark.sql.shuffle.partitions              400
+    """,
+    A=UP(20),
+    S=AN(40),
+)
+shape(
+    "hadoop-core-site-xml-abfs-account-key-property",
+    """
+    <configuration>
+      <property>
+        <name>fs.defaultFS</name>
+        <value>abfss://lake@acmelake.dfs.core.windows.net/</value>
+      </property>
+      <property>
+        <name>fs.azure.account.key.acmelake.dfs.core.windows.net</name>
+        <value>§K§</value>
+      </property>
+    </configuration>
+    """,
+    K=AZ_STORAGE,
+)
+shape(
+    "dlt-secrets-toml-destination-credentials-table",
+    """
+    # .dlt/secrets.toml
+    [sources.github]
+    access_token = "§T§"
+
+    [destination.postgres.credentials]
+    database = "dlt_data"
+    username = "loader"
+    password = "§P§"
+    host = "§host§"
+    """,
+    T=GH_FINE,
+    P=SAFE(18),
+)
+shape(
+    "dagster-yaml-run-storage-postgres-inline-password",
+    """
+    # $DAGSTER_HOME/dagster.yaml
+    storage:
+      postgres:
+        postgres_db:
+          username: dagster
+          password: "§P§"
+          hostname: §host§
+          db_name: dagster
+          port: 5432
+    run_coordinator:
+      module: dagster.core.run_coordinator
+      class: QueuedRunCoordinator
+    """,
+    P=SAFE(24),
+)
+shape(
+    "prefect-profiles-toml-api-key-cloud",
+    """
+    # ~/.prefect/profiles.toml
+    active = "cloud"
+
+    [profiles.cloud]
+    PREFECT_API_URL = "https://api.prefect.cloud/api/accounts/§uuid§/workspaces/§uuid2§"
+    PREFECT_API_KEY = "§K§"
+    """,
+    K=cat("pnu_", AN(36)),
+)
+shape(
+    "kedro-conf-local-credentials-yml-s3-and-db",
+    """
+    # conf/local/credentials.yml
+    dev_s3:
+      client_kwargs:
+        aws_access_key_id: §A§
+        aws_secret_access_key: §S§
+    warehouse:
+      con: ${oc.env:WAREHOUSE_URL}
+    """,
+    A=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "otel-collector-config-exporter-headers-honeycomb",
+    """
+    exporters:
+      otlp/honeycomb:
+        endpoint: api.honeycomb.io:443
+        headers:
+          x-honeycomb-team: §K§
+          x-honeycomb-dataset: gateway
+    service:
+      pipelines:
+        traces:
+          receivers: [otlp]
+          processors: [batch]
+          exporters: [otlp/honeycomb]
+    """,
+    K=cat("hcaik_01", LO(50)),
+)
+shape(
+    "telegraf-conf-outputs-influxdb-v2-token",
+    """
+    [agent]
+      interval = "10s"
+      hostname = "edge-§n§"
+
+    [[outputs.influxdb_v2]]
+      urls = ["https://influx.corp.example"]
+      token = "§T§"
+      organization = "acme"
+      bucket = "edge"
+    """,
+    T=cat(UL(86), "=="),
+)
+shape(
+    "promtail-config-clients-basic-auth-grafana-cloud",
+    """
+    clients:
+      - url: https://logs-prod-012.grafana.net/loki/api/v1/push
+        basic_auth:
+          username: §n3§§n3§
+          password: §T§
+    scrape_configs:
+      - job_name: journal
+        journal:
+          max_age: 12h
+    """,
+    T=GRAFANA_CLOUD,
+)
+shape(
+    "gatus-config-yaml-alerting-telegram-token-and-endpoint-header",
+    """
+    alerting:
+      telegram:
+        token: "§T§"
+        id: "-100§n3§§n3§"
+    endpoints:
+      - name: api
+        url: https://api.acme.example/healthz
+        headers:
+          Authorization: "Bearer §B§"
+        conditions:
+          - "[STATUS] == 200"
+    """,
+    T=TELEGRAM_BOT,
+    B=AN(40),
+)
+shape(
+    "nagios-resource-cfg-user-macros-password",
+    """
+    # /usr/local/nagios/etc/resource.cfg
+    $USER1$=/usr/local/nagios/libexec
+    $USER2$=public
+    # SNMPv3 auth and the DB check account
+    $USER3$=§P§
+    $USER4$=§Q§
+    """,
+    P=SYM(16, "!#%*+-=?@^_~."),
+    Q=PERSON,
+)
+shape(
+    "uptime-kuma-monitor-export-json-basic-auth-pass",
+    """
+    {"version":"1.23.§n§","monitorList":[{"id":§n§,"name":"Router admin","url":"https://§lan§/","type":"http","method":"GET","interval":60,"authMethod":"basic","basic_auth_user":"admin","basic_auth_pass":"§P§","accepted_statuscodes":["200-299"]}]}
+    """,
+    P=PERSON,
+)
+shape(
+    "strapi-env-app-keys-and-admin-jwt-secret",
+    """
+    HOST=0.0.0.0
+    PORT=1337
+    APP_KEYS=§K1§,§K2§
+    DATABASE_CLIENT=sqlite
+    DATABASE_FILENAME=.tmp/data.db
+    """,
+    K1=B64(16),
+    K2=B64(16),
+)
+shape(
+    "directus-env-secret-and-admin-password",
+    """
+    SECRET="§S§"
+    DB_CLIENT="pg"
+    DB_HOST="§host§"
+    DB_USER="directus"
+    ADMIN_EMAIL="admin@acme.example"
+    ADMIN_PASSWORD="§P§"
+    PUBLIC_URL="https://cms.acme.example"
+    """,
+    S=UL(43),
+    P=PERSON,
+)
+shape(
+    "payload-cms-env-payload-secret-and-mongodb-uri",
+    """
+    # apps/cms/.env
+    DATABASE_URI=mongodb://payload:§P§@localhost:27017/payload?authSource=admin
+    PAYLOAD_SECRET=§S§
+    NEXT_PUBLIC_SERVER_URL=http://localhost:3000
+    """,
+    P=SAFE(18),
+    S=HX(48),
+)
+shape(
+    "prestashop-parameters-php-database-password-and-secret",
+    """
+    <?php return array (
+      'parameters' =>
+      array (
+        'database_host' => '§host§',
+        'database_port' => '',
+        'database_name' => 'prestashop',
+        'database_user' => 'ps_user',
+        'database_password' => '§P§',
+        'database_prefix' => 'ps_',
+        'secret' => '§S§',
+        'locale' => 'fr-FR',
+      ),
+    );
+    """,
+    P=SAFE(16),
+    S=AN(56),
+)
+shape(
+    "shopware-env-local-app-secret-and-database-url",
+    """
+    APP_ENV=prod
+    APP_SECRET=§S§
+    APP_URL=https://shop.acme.example
+    DATABASE_URL=mysql://shopware:§P§@§host§:3306/shopware
+    """,
+    S=HX(64),
+    P=SAFE(20),
+)
+shape(
+    "claude-desktop-config-json-mcp-servers-github-env",
+    """
+    {
+      "mcpServers": {
+        "github": {
+          "command": "npx",
+          "args": ["-y", "@modelcontextprotocol/server-github"],
+          "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "§T§"}
+        },
+        "filesystem": {
+          "command": "npx",
+          "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/§first§/notes"]
+        }
+      }
+    }
+    """,
+    T=GH_FINE,
+)
+shape(
+    "cursor-mcp-json-project-postgres-connection-arg",
+    """
+    // .cursor/mcp.json
+    {
+      "mcpServers": {
+        "pg": {
+          "command": "npx",
+          "args": ["-y", "@modelcontextprotocol/server-postgres", "postgresql://cursor_ro:§P§@§host§:5432/product"]
+        }
+      }
+    }
+    """,
+    P=SAFE(20),
+)
+shape(
+    "opencode-json-provider-options-api-key",
+    """
+    {
+      "$schema": "https://opencode.ai/config.json",
+      "model": "together/moonshotai/Kimi-K2-Instruct",
+      "provider": {
+        "together": {
+          "options": {"apiKey": "§K§"}
+        }
+      }
+    }
+    """,
+    K=TOGETHER,
+)
+shape(
+    "supervisord-conf-program-environment-inline-secret",
+    """
+    [program:worker]
+    command=/srv/app/.venv/bin/celery -A app worker -l info
+    directory=/srv/app
+    user=app
+    environment=DJANGO_SETTINGS_MODULE="app.settings.prod",CELERY_BROKER_URL="amqp://worker:§P§@§host§:5672/prod",SENTRY_ENVIRONMENT="prod"
+    autorestart=true
+    """,
+    P=SAFE(20),
+)
+shape(
+    "odbc-ini-dsn-section-pwd-key",
+    """
+    ; /etc/odbc.ini
+    [ReportingDW]
+    Driver      = ODBC Driver 18 for SQL Server
+    Server      = tcp:sql-dw.corp.example,1433
+    Database    = Reporting
+    UID         = powerbi_gw
+    PWD         = §P§
+    Encrypt     = yes
+    """,
+    P=SYM(18, "!#%*+-=?@^_~."),
+)
+shape(
+    "mysql-my-cnf-client-section-password-quoted",
+    """
+    # ~/.my.cnf
+    [client]
+    user = backup
+    password = "§P§"
+    host = §host§
+
+    [mysqldump]
+    single-transaction
+    quick
+    """,
+    P=SYM(20, "!#%*+-=?@^_~."),
+)
+shape(
+    "pip-conf-global-index-url-with-userinfo-token",
+    """
+    # /etc/pip.conf
+    [global]
+    index-url = https://aws:§T§@acme-§acct§.d.codeartifact.eu-west-1.amazonaws.com/pypi/internal/simple/
+    timeout = 60
+    """,
+    T=JWT({"ver": 1, "isi": False, "enc": "A128GCM", "tag": "ca"}, "HS256"),
+)
+shape(
+    "npmrc-project-scoped-registry-auth-token-github-packages",
+    """
+    # .npmrc
+    @acme:registry=https://npm.pkg.github.com
+    //npm.pkg.github.com/:_authToken=§T§
+    engine-strict=true
+    save-exact=true
+    """,
+    T=GHP,
+)
+shape(
+    "tox-ini-setenv-with-literal-key",
+    """
+    [tox]
+    envlist = py311, py312, py313
+
+    [testenv]
+    deps = -r requirements-dev.txt
+    setenv =
+        COHERE_API_KEY = §K§
+        PYTHONHASHSEED = 0
+    commands = pytest -q tests/integration
+    """,
+    K=COHERE,
+)
+shape(
+    "pyproject-toml-pytest-ini-options-env-plugin-key",
+    """
+    [tool.pytest.ini_options]
+    addopts = "-q --strict-markers"
+    env = [
+        "APP_ENV=test",
+        "PINECONE_API_KEY=§K§",
+        "D:PINECONE_INDEX=test-embeddings",
+    ]
+    """,
+    K=PINECONE,
+)
+shape(
+    "netlify-toml-context-production-environment-literal",
+    """
+    [build]
+      command = "pnpm build"
+      publish = "dist"
+
+    [context.production.environment]
+      ALGOLIA_APP_ID = "§up§"
+      ALGOLIA_ADMIN_KEY = "§K§"
+    """,
+    K=HX(32),
+    up=UP(10),
+)
+shape(
+    "serverless-yml-provider-environment-literal-secret",
+    """
+    service: acme-webhooks
+    provider:
+      name: aws
+      runtime: nodejs22.x
+      region: eu-west-1
+      environment:
+        STAGE: ${sls:stage}
+        SHOPIFY_WEBHOOK_SECRET: §S§
+        TABLE: ${self:service}-${sls:stage}
+    functions:
+      orders:
+        handler: src/orders.handler
+    """,
+    S=SHOPIFY_SS,
+)
+shape(
+    "spring-application-yml-mail-password-and-oauth-client-secret",
+    """
+    spring:
+      mail:
+        host: smtp.office365.com
+        port: 587
+        username: noreply@acme.example
+        password: §P§
+      security:
+        oauth2:
+          client:
+            registration:
+              azure:
+                client-id: §uuid§
+                client-secret: §S§
+    """,
+    P=PERSON,
+    S=AZ_SECRET,
+)
+shape(
+    "quarkus-application-properties-datasource-and-oidc-secret",
+    """
+    quarkus.datasource.db-kind=postgresql
+    quarkus.datasource.username=quarkus
+    quarkus.datasource.password=§P§
+    quarkus.datasource.jdbc.url=jdbc:postgresql://§host§:5432/orders
+    quarkus.oidc.auth-server-url=https://sso.corp.example/realms/acme
+    quarkus.oidc.client-id=orders
+    quarkus.oidc.credentials.secret=§S§
+    """,
+    P=SAFE(18),
+    S=AN(32),
+)
+shape(
+    "micronaut-application-yml-r2dbc-password-and-jwt-secret",
+    """
+    micronaut:
+      security:
+        token:
+          jwt:
+            signatures:
+              secret:
+                generator:
+                  secret: "§S§"
+    r2dbc:
+      datasources:
+        default:
+          url: r2dbc:postgresql://§host§:5432/catalog
+          username: catalog
+          password: §P§
+    """,
+    S=B64(36),
+    P=SAFE(20),
+)
+shape(
+    "maven-settings-xml-server-password-and-proxy-password",
+    """
+    <settings>
+      <servers>
+        <server>
+          <id>acme-releases</id>
+          <username>deployer</username>
+          <password>§P§</password>
+        </server>
+      </servers>
+      <proxies>
+        <proxy>
+          <id>corp</id><active>true</active><protocol>https</protocol>
+          <host>proxy.corp.example</host><port>3128</port>
+          <username>§user§</username><password>§Q§</password>
+        </proxy>
+      </proxies>
+    </settings>
+    """,
+    P=AN(32),
+    Q=PERSON,
+)
+shape(
+    "nuget-config-azure-artifacts-feed-cleartextpassword-pat",
+    """
+    <?xml version="1.0" encoding="utf-8"?>
+    <configuration>
+      <packageSources>
+        <add key="acme" value="https://pkgs.dev.azure.com/acme/_packaging/internal/nuget/v3/index.json" />
+      </packageSources>
+      <packageSourceCredentials>
+        <acme>
+          <add key="Username" value="ci" />
+          <add key="ClearTextPassword" value="§T§" />
+        </acme>
+      </packageSourceCredentials>
+    </configuration>
+    """,
+    T=LO(52),
+)
+shape(
+    "log4j2-xml-smtp-appender-smtppassword-attribute",
+    """
+    <Configuration status="WARN">
+      <Appenders>
+        <SMTP name="Mail" subject="[prod] error in billing" to="oncall@corp.example" from="billing@corp.example"
+              smtpHost="smtp.sendgrid.net" smtpPort="587" smtpUsername="apikey" smtpPassword="§K§" bufferSize="50">
+          <ThresholdFilter level="ERROR"/>
+        </SMTP>
+      </Appenders>
+    </Configuration>
+    """,
+    K=SENDGRID,
+)
+shape(
+    "tomcat-context-xml-resource-datasource-password-attr",
+    """
+    <Context>
+      <Resource name="jdbc/Orders" auth="Container" type="javax.sql.DataSource"
+                maxTotal="40" maxIdle="10" maxWaitMillis="10000"
+                username="orders" password="§P§"
+                driverClassName="oracle.jdbc.OracleDriver"
+                url="jdbc:oracle:thin:@//ora-prod.corp.example:1521/ORDERS"/>
+    </Context>
+    """,
+    P=SYM(16, "!#%*+-=?@^_~."),
+)
+shape(
+    "hcl-nomad-job-template-data-inline-secret",
+    """
+    job "api" {
+      datacenters = ["dc1"]
+      group "api" {
+        task "server" {
+          driver = "docker"
+          template {
+            destination = "secrets/app.env"
+            env         = true
+            data        = <<EOH
+    DATABASE_PASSWORD=§P§
+    LOG_LEVEL=info
+    EOH
+          }
+        }
+      }
+    }
+    """,
+    P=SAFE(24),
+)
+shape(
+    "hcl-vault-agent-config-auto-auth-approle-inline-secret-id",
+    """
+    auto_auth {
+      method "approle" {
+        config = {
+          role_id_file_path   = "/etc/vault/role_id"
+          secret_id           = "§S§"
+          remove_secret_id_file_after_reading = false
+        }
+      }
+      sink "file" { config = { path = "/run/vault/token" } }
+    }
+    """,
+    S=UUID,
+)
+shape(
+    "packer-pkrvars-hcl-vsphere-password-and-ssh-password",
+    """
+    # vsphere.auto.pkrvars.hcl
+    vsphere_server   = "vcsa.lab.lan"
+    vsphere_user     = "packer@vsphere.local"
+    vsphere_password = "§P§"
+    ssh_username     = "ubuntu"
+    ssh_password     = "§Q§"
+    """,
+    P=SYM(18, "!#%*+-=?@^_~."),
+    Q=PWGEN(10),
+)
+shape(
+    "terraform-provider-block-datadog-api-and-app-key-literal",
+    """
+    provider "datadog" {
+      api_key = "§A§"
+      app_key = "§B§"
+      api_url = "https://api.datadoghq.eu/"
+    }
+    """,
+    A=DD_API,
+    B=DD_APP,
+)
+shape(
+    "terraform-provider-block-proxmox-api-token-literal",
+    """
+    provider "proxmox" {
+      endpoint  = "https://pve.lab.lan:8006/"
+      api_token = "terraform@pve!provider=§T§"
+      insecure  = true
+    }
+    """,
+    T=UUID,
+)
+shape(
+    "docker-compose-yml-x-common-env-anchor-minio-root-password",
+    """
+    x-minio-env: &minio-env
+      MINIO_ROOT_USER: minioadmin-§hex8§
+      MINIO_ROOT_PASSWORD: §P§
+    services:
+      minio:
+        image: quay.io/minio/minio:RELEASE.2026-01-§n§T00-00-00Z
+        command: server /data --console-address ":9001"
+        environment: *minio-env
+        ports: ["9000:9000", "9001:9001"]
+    """,
+    P=SAFE(24),
+)
+shape(
+    "docker-compose-healthcheck-test-with-password-cli",
+    """
+    services:
+      db:
+        image: mariadb:11.4
+        environment:
+          MARIADB_ROOT_PASSWORD_HASH: "*§hex12§§hex12§§hex12§§hex12§"
+        healthcheck:
+          test: ["CMD", "mariadb-admin", "ping", "-h", "localhost", "-uhealth", "-p§P§"]
+          interval: 10s
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "k8s-deployment-env-value-literal-in-container-spec",
+    """
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: notifier, namespace: comms}
+    spec:
+      template:
+        spec:
+          containers:
+            - name: notifier
+              image: ghcr.io/acme/notifier:§ver§
+              env:
+                - name: TWILIO_ACCOUNT_SID
+                  value: AC§hex12§§hex12§§hex8§
+                - name: TWILIO_AUTH_TOKEN
+                  value: "§T§"
+    """,
+    T=TWILIO_TOKEN,
+)
+shape(
+    "keda-triggerauthentication-secret-inline-via-configmap-misuse",
+    """
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: rabbit-scaler, namespace: workers}
+    data:
+      host: amqp://keda:§P§@rabbitmq.workers.svc:5672/
+    ---
+    apiVersion: keda.sh/v1alpha1
+    kind: ScaledObject
+    metadata: {name: worker}
+    spec:
+      scaleTargetRef: {name: worker}
+      triggers:
+        - type: rabbitmq
+          metadata: {queueName: jobs, mode: QueueLength, value: "20", hostFromEnv: RABBIT_HOST}
+    """,
+    P=SAFE(20),
+)
+shape(
+    "dapr-component-yaml-state-redis-password-metadata",
+    """
+    apiVersion: dapr.io/v1alpha1
+    kind: Component
+    metadata:
+      name: statestore
+    spec:
+      type: state.redis
+      version: v1
+      metadata:
+        - name: redisHost
+          value: redis-master.dapr.svc:6379
+        - name: redisPassword
+          value: "§P§"
+    """,
+    P=AN(28),
+)
+shape(
+    "argo-events-eventsource-webhook-github-with-inline-secret",
+    """
+    apiVersion: argoproj.io/v1alpha1
+    kind: EventSource
+    metadata: {name: github}
+    spec:
+      github:
+        acme:
+          repositories: [{owner: acme, names: [api]}]
+          webhook: {endpoint: /push, port: "12000", method: POST}
+          events: ["push"]
+          # TODO: move to secret ref, inline for the demo
+          webhookSecretInline: "§S§"
+          apiTokenInline: "§T§"
+    """,
+    S=HX(40),
+    T=GHP,
+)
+shape(
+    "cnpg-cluster-manifest-bootstrap-secret-stringdata-pair",
+    """
+    apiVersion: v1
+    kind: Secret
+    metadata: {name: app-db-owner}
+    type: kubernetes.io/basic-auth
+    stringData:
+      username: app
+      password: §P§
+    ---
+    apiVersion: postgresql.cnpg.io/v1
+    kind: Cluster
+    metadata: {name: app-db}
+    spec:
+      instances: 3
+      bootstrap: {initdb: {database: app, owner: app, secret: {name: app-db-owner}}}
+    """,
+    P=SAFE(26),
+)
+shape(
+    "devcontainer-json-remoteenv-literal-key",
+    """
+    {
+      "name": "agent-sandbox",
+      "image": "mcr.microsoft.com/devcontainers/python:3.12",
+      "remoteEnv": {
+        "FIREWORKS_API_KEY": "§K§",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1"
+      },
+      "postCreateCommand": "uv sync"
+    }
+    """,
+    K=FIREWORKS,
+)
+shape(
+    "vscode-settings-json-extension-api-key-setting",
+    """
+    {
+      "editor.formatOnSave": true,
+      "continue.telemetryEnabled": false,
+      "codestral.apiKey": "§K§",
+      "files.exclude": {"**/.venv": true}
+    }
+    """,
+    K=MISTRAL,
+)
+shape(
+    "renovate-json-host-rules-token-literal",
+    """
+    {
+      "$schema": "https://docs.renovatebot.com/renovate-schema.json",
+      "extends": ["config:recommended"],
+      "hostRules": [
+        {"matchHost": "gitlab.corp.example", "token": "§T§"},
+        {"matchHost": "registry.corp.example", "username": "renovate", "password": "§P§"}
+      ]
+    }
+    """,
+    T=GLPAT,
+    P=SAFE(20),
+)
+
+# ---- curl, httpie, wget, xh, hurl and HTTP traces --------------------------------------------------------------
+
+shape(
+    "curl-v-trace-request-headers-x-api-key-anthropic",
+    """
+    $ curl -v https://api.anthropic.com/v1/models -H "x-api-key: §K§" -H "anthropic-version: 2023-06-01"
+    *   Trying 160.79.104.10:443...
+    * Connected to api.anthropic.com (160.79.104.10) port 443
+    > GET /v1/models HTTP/2
+    > Host: api.anthropic.com
+    > user-agent: curl/8.§n§.0
+    > x-api-key: §K§
+    > anthropic-version: 2023-06-01
+    >
+    < HTTP/2 200
+    < request-id: req_§hex12§§hex12§
+    """,
+    K=ANTHROPIC,
+)
+shape(
+    "curl-form-data-upload-with-token-field",
+    """
+    curl -F "file=@build/app-release.aab" -F "token=§T§" -F "notes=nightly §day§" https://upload.diawi.com/
+    {"job":"§hex12§"}
+    """,
+    T=AN(42),
+)
+shape(
+    "curl-data-urlencode-client-credentials-grant",
+    """
+    curl -s https://login.microsoftonline.com/§uuid§/oauth2/v2.0/token \\
+      --data-urlencode "client_id=§uuid2§" \\
+      --data-urlencode "client_secret=§S§" \\
+      --data-urlencode "scope=https://graph.microsoft.com/.default" \\
+      --data-urlencode "grant_type=client_credentials"
+    """,
+    S=AZ_SECRET,
+)
+shape(
+    "curl-aws-sigv4-flag-user-access-secret",
+    """
+    curl --aws-sigv4 "aws:amz:eu-west-1:execute-api" --user "§A§:§S§" \\
+      https://§hex8§.execute-api.eu-west-1.amazonaws.com/prod/reports?month=2026-02
+    """,
+    A=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "httpie-bearer-auth-type-flag-notion",
+    """
+    $ http --auth-type=bearer --auth="§T§" POST https://api.notion.com/v1/search Notion-Version:2022-06-28 query=runbook
+    HTTP/1.1 200 OK
+    Content-Type: application/json; charset=utf-8
+    {"object": "list", "results": [...], "has_more": false}
+    """,
+    T=NOTION,
+)
+shape(
+    "xh-session-file-json-headers-authorization",
+    """
+    // ~/.config/xh/sessions/api.acme.example/prod.json
+    {
+      "__meta__": {"about": "xh session file", "xh": "0.2§n§.0"},
+      "auth": {"type": null, "raw_auth": null},
+      "cookies": [],
+      "headers": [{"name": "authorization", "value": "Bearer §T§"}]
+    }
+    """,
+    T=JWT({"sub": "svc-reports", "aud": "api.acme.example", "exp": 1798761600}, "RS256"),
+)
+shape(
+    "wget-header-flag-private-token-gitlab-artifact",
+    """
+    wget --header="PRIVATE-TOKEN: §T§" -O artifacts.zip "https://gitlab.corp.example/api/v4/projects/§n3§/jobs/artifacts/main/download?job=build"
+    --§day§ §hms§--  https://gitlab.corp.example/api/v4/projects/§n3§/jobs/artifacts/main/download?job=build
+    HTTP request sent, awaiting response... 200 OK
+    """,
+    T=GLPAT,
+)
+shape(
+    "hurl-file-header-and-captured-token-assert",
+    """
+    # smoke.hurl
+    POST https://api.acme.example/v1/sessions
+    Content-Type: application/json
+    {"email": "smoke@acme.example", "password": "§P§"}
+    HTTP 201
+    [Captures]
+    session: jsonpath "$.token"
+
+    GET https://api.acme.example/v1/me
+    Authorization: Bearer {{session}}
+    HTTP 200
+    """,
+    P=SAFE(18),
+)
+shape(
+    "mitmproxy-dump-flow-request-cookie-and-bearer",
+    """
+    $ mitmdump -nr flows.mitm --flow-detail 2 '~d api.acme.example'
+    192.168.1.§n§:5§n3§: GET https://api.acme.example/v2/cart
+        Host: api.acme.example
+        Authorization: Bearer §T§
+        Cookie: sid=§C§; theme=dark
+     << 200 OK 1.2k
+    """,
+    T=UL(48),
+    C=HX(40),
+)
+shape(
+    "charles-proxy-overview-tab-url-access-token",
+    """
+    URL	https://api.mapbox.com/directions/v5/mapbox/driving/13.40,52.52;13.45,52.50?access_token=§T§
+    Status	Complete
+    Response Code	200 OK
+    Protocol	HTTP/2.0
+    Method	GET
+    Kept Alive	Yes
+    """,
+    T=MAPBOX_SK,
+)
+shape(
+    "python-http-client-debuglevel-send-bytes-authorization",
+    """
+    send: b'POST /v1/chat/completions HTTP/1.1\\r\\nHost: api.perplexity.ai\\r\\nUser-Agent: python-requests/2.32.3\\r\\nAccept-Encoding: gzip, deflate\\r\\nAccept: */*\\r\\nConnection: keep-alive\\r\\nAuthorization: Bearer §K§\\r\\nContent-Type: application/json\\r\\nContent-Length: 214\\r\\n\\r\\n'
+    reply: 'HTTP/1.1 200 OK\\r\\n'
+    header: Content-Type: application/json
+    """,
+    K=PPLX,
+)
+shape(
+    "go-httputil-dumprequestout-log-basic-authorization",
+    """
+    2026/03/§n§ §hms§ DEBUG outgoing request:
+    POST /api/v2/write?org=acme&bucket=edge HTTP/1.1
+    Host: influx.corp.example
+    User-Agent: edge-agent/§ver§
+    Content-Length: 4182
+    Authorization: Basic §B§
+    Content-Type: text/plain; charset=utf-8
+    Accept-Encoding: gzip
+    """,
+    B=lambda r: basic("edge-writer", safe(r, 20)),
+)
+shape(
+    "node-undici-debug-request-headers-array",
+    """
+    UNDICI §pid§: connecting to api.resend.com using https:undefined
+    UNDICI §pid§: sending request to POST https://api.resend.com//emails
+    UNDICI §pid§: request headers: [ 'authorization', 'Bearer §K§', 'content-type', 'application/json', 'user-agent', 'resend-node:4.§n§.0' ]
+    UNDICI §pid§: received response to POST https://api.resend.com//emails - HTTP 200
+    """,
+    K=RESEND,
+)
+shape(
+    "dotnet-httpclient-logging-request-headers-trace",
+    """
+    trce: System.Net.Http.HttpClient.Shopify.ClientHandler[102]
+          Request Headers:
+          X-Shopify-Access-Token: §T§
+          Accept: application/json
+    info: System.Net.Http.HttpClient.Shopify.ClientHandler[101]
+          Received HTTP response headers after 212.4ms - 200
+    """,
+    T=SHOPIFY,
+)
+shape(
+    "nginx-access-log-query-string-api-key-param",
+    """
+    §ip§ - - [§day§:§hms§ +0000] "GET /v1/geocode?q=Berlin&key=§K§ HTTP/1.1" 200 812 "-" "okhttp/4.12.0" rt=0.041
+    §ip2§ - - [§day§:§hms2§ +0000] "GET /healthz HTTP/1.1" 200 2 "-" "kube-probe/1.31"
+    """,
+    K=GOOGLE,
+)
+shape(
+    "aws-alb-access-log-line-request-url-with-token",
+    """
+    h2 §ts§ app/prod-alb/§hex12§ §ip§:5§n3§ §ip2§:8080 0.001 0.034 0.000 200 200 412 1830 "GET https://hooks.acme.example:443/ingest?token=§T§ HTTP/2.0" "Go-http-client/2.0" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2
+    """,
+    T=HX(48),
+)
+shape(
+    "insomnia-curl-export-with-cookie-header",
+    """
+    curl --request GET \\
+      --url https://admin.acme.example/api/orders?status=open \\
+      --header 'Cookie: __Host-session=§C§; locale=en' \\
+      --header 'User-Agent: insomnia/11.§n§.0'
+    """,
+    C=UL(64),
+)
+shape(
+    "postman-console-expanded-request-headers-twilio-basic",
+    """
+    POST https://api.twilio.com/2010-04-01/Accounts/AC§hex12§§hex12§§hex8§/Messages.json
+    Request Headers
+      Authorization: Basic §B§
+      User-Agent: PostmanRuntime/7.§n§.0
+      Accept: */*
+    Response Headers
+      Content-Type: application/json
+    """,
+    B=lambda r: basic("AC" + hx(r, 32), hx(r, 32)),
+)
+shape(
+    "http-raw-request-proxy-authorization-basic-squid",
+    """
+    CONNECT api.openai.com:443 HTTP/1.1
+    Host: api.openai.com:443
+    Proxy-Authorization: Basic §B§
+    User-Agent: OpenAI/Python 1.§n§.0
+    Proxy-Connection: Keep-Alive
+    """,
+    B=lambda r: basic("build-agent", person(r)),
+)
+shape(
+    "websocket-connect-url-with-auth-query-in-browser-console",
+    """
+    WebSocket connection to 'wss://realtime.acme.example/socket/websocket?vsn=2.0.0&apikey=§K§' failed:
+    (anonymous) @ realtime-js.mjs:412
+    """,
+    K=SUPABASE_SECRET,
+)
+shape(
+    "curl-s3-presigned-url-get-with-signature",
+    """
+    curl -o report.pdf "https://acme-reports.s3.eu-west-1.amazonaws.com/2026/03/board.pdf?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=§A§%2F2026031§n§%2Feu-west-1%2Fs3%2Faws4_request&X-Amz-Date=2026031§n§T120000Z&X-Amz-Expires=604800&X-Amz-Security-Token=§T§&X-Amz-SignedHeaders=host&X-Amz-Signature=§hex12§§hex12§§hex12§§hex12§§hex12§§hex12§§hex8§"
+    """,
+    A=ASIA,
+    T=lambda r: pct(AWS_SESSION(r)),
+)
+shape(
+    "gcs-signed-url-in-slack-message-with-goog-signature",
+    """
+    here's the export link (valid 7 days): https://storage.googleapis.com/acme-exports/customers-§day§.csv?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=exporter%40acme-prod.iam.gserviceaccount.com%2F20260301%2Fauto%2Fstorage%2Fgoog4_request&X-Goog-Date=20260301T101500Z&X-Goog-Expires=604800&X-Goog-SignedHeaders=host&X-Goog-Signature=§S§
+    """,
+    S=HX(512),
+)
+shape(
+    "azure-blob-sas-url-in-readme-download-section",
+    """
+    ## Test fixtures
+
+    Download the fixtures (read-only SAS, expires end of quarter):
+
+        azcopy copy "https://acmefixtures.blob.core.windows.net/fixtures?sv=2024-11-04&ss=b&srt=co&sp=rl&se=2026-06-30T23:59:59Z&st=2026-03-01T00:00:00Z&spr=https&sig=§S§" ./fixtures --recursive
+    """,
+    S=lambda r: pct(b64(r, 32)),
+)
+
+# ---- SDK snippets in many languages ---------------------------------------------------------------------------
+
+shape(
+    "python-openai-client-base-url-openrouter-literal",
+    """
+    from openai import OpenAI
+
+    client = OpenAI(
+        base_url="https://openrouter.ai/api/v1",
+        api_key="§K§",
+    )
+    resp = client.chat.completions.create(model="anthropic/claude-sonnet-4.5", messages=[{"role": "user", "content": "hi"}])
+    """,
+    K=OPENROUTER,
+)
+shape(
+    "typescript-anthropic-sdk-constructor-literal-key",
+    """
+    import Anthropic from "@anthropic-ai/sdk";
+
+    const anthropic = new Anthropic({
+      apiKey: "§K§", // FIXME remove before commit
+      maxRetries: 3,
+    });
+    """,
+    K=ANTHROPIC,
+)
+shape(
+    "go-stripe-key-assignment-in-main",
+    """
+    package main
+
+    import (
+    	"github.com/stripe/stripe-go/v82"
+    	"github.com/stripe/stripe-go/v82/customer"
+    )
+
+    func main() {
+    	stripe.Key = "§K§"
+    	c, _ := customer.Get("cus_§up§", nil)
+    	println(c.Email)
+    }
+    """,
+    K=STRIPE_SK,
+    up=UP(14),
+)
+shape(
+    "rust-reqwest-bearer-auth-literal",
+    """
+    let client = reqwest::Client::new();
+    let res = client
+        .get("https://api.cloudflare.com/client/v4/user/tokens/verify")
+        .bearer_auth("§T§")
+        .send()
+        .await?;
+    println!("{}", res.status());
+    """,
+    T=CF_TOKEN,
+)
+shape(
+    "java-sendgrid-constructor-literal-key",
+    """
+    public class Mailer {
+        private final SendGrid sg = new SendGrid("§K§");
+
+        public void send(Mail mail) throws IOException {
+            Request request = new Request();
+            request.setMethod(Method.POST);
+            request.setEndpoint("mail/send");
+            request.setBody(mail.build());
+            sg.api(request);
+        }
+    }
+    """,
+    K=SENDGRID,
+)
+shape(
+    "kotlin-ktor-client-default-request-header-api-key",
+    """
+    val client = HttpClient(CIO) {
+        defaultRequest {
+            url("https://api.elevenlabs.io/v1/")
+            header("xi-api-key", "§K§")
+        }
+        install(ContentNegotiation) { json() }
+    }
+    """,
+    K=ELEVEN,
+)
+shape(
+    "csharp-azure-openai-client-azurekeycredential-literal",
+    """
+    var client = new AzureOpenAIClient(
+        new Uri("https://acme-oai-swe.openai.azure.com/"),
+        new AzureKeyCredential("§K§"));
+    var chat = client.GetChatClient("gpt-4.1-mini");
+    """,
+    K=HX(32),
+)
+shape(
+    "ruby-octokit-client-access-token-literal",
+    """
+    require "octokit"
+
+    client = Octokit::Client.new(access_token: "§T§")
+    client.auto_paginate = true
+    client.org_repos("acme").each { |r| puts r.full_name }
+    """,
+    T=GHO,
+)
+shape(
+    "php-guzzle-client-default-headers-authorization",
+    """
+    $client = new \\GuzzleHttp\\Client([
+        'base_uri' => 'https://api.mollie.com/v2/',
+        'headers'  => [
+            'Authorization' => 'Bearer §K§',
+            'Accept'        => 'application/json',
+        ],
+    ]);
+    """,
+    K=MOLLIE,
+)
+shape(
+    "swift-urlrequest-setvalue-authorization-header",
+    """
+    var request = URLRequest(url: URL(string: "https://api.revenuecat.com/v1/subscribers/\\(userID)")!)
+    request.setValue("Bearer §K§", forHTTPHeaderField: "Authorization")
+    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    let (data, _) = try await URLSession.shared.data(for: request)
+    """,
+    K=cat("sk_", AN(32)),
+)
+shape(
+    "dart-dio-options-headers-api-key",
+    """
+    final dio = Dio(BaseOptions(
+      baseUrl: 'https://api.openweathermap.org/data/3.0/',
+      queryParameters: {'appid': '§K§', 'units': 'metric'},
+      connectTimeout: const Duration(seconds: 5),
+    ));
+    """,
+    K=HX(32),
+)
+shape(
+    "elixir-req-new-auth-bearer-literal",
+    """
+    req =
+      Req.new(
+        base_url: "https://api.linear.app",
+        auth: {:bearer, "§T§"},
+        headers: [{"content-type", "application/json"}]
+      )
+
+    Req.post!(req, url: "/graphql", json: %{query: "{ viewer { id } }"})
+    """,
+    T=LINEAR,
+)
+shape(
+    "scala-sttp-basic-auth-literal-credentials",
+    """
+    val request = basicRequest
+      .auth.basic("jira-bot@acme.example", "§T§")
+      .get(uri"https://acme.atlassian.net/rest/api/3/search?jql=project=OPS")
+    val response = request.send(backend)
+    """,
+    T=ATLASSIAN,
+)
+shape(
+    "r-httr2-req-auth-bearer-token-literal",
+    """
+    library(httr2)
+
+    resp <- request("https://api.github.com/repos/acme/models/releases") |>
+      req_auth_bearer_token("§T§") |>
+      req_perform()
+    resp_body_json(resp)[[1]]$tag_name
+    """,
+    T=GHP,
+)
+shape(
+    "julia-http-get-headers-vector-api-key",
+    """
+    using HTTP, JSON3
+
+    headers = ["Authorization" => "Token §T§", "Accept" => "application/json"]
+    r = HTTP.get("https://api.replicate.com/v1/models/stability-ai/sdxl", headers)
+    JSON3.read(r.body).latest_version.id
+    """,
+    T=REPLICATE,
+)
+shape(
+    "lua-neovim-plugin-setup-api-key-literal",
+    """
+    -- ~/.config/nvim/lua/plugins/ai.lua
+    return {
+      "olimorris/codecompanion.nvim",
+      opts = {
+        adapters = {
+          anthropic = function()
+            return require("codecompanion.adapters").extend("anthropic", {
+              env = { api_key = "§K§" },
+            })
+          end,
+        },
+      },
+    }
+    """,
+    K=ANTHROPIC,
+)
+shape(
+    "perl-lwp-useragent-credentials-method",
+    """
+    use LWP::UserAgent;
+    my $ua = LWP::UserAgent->new(timeout => 30);
+    $ua->credentials('intranet.corp.example:443', 'Restricted', 'reportbot', '§P§');
+    my $res = $ua->get('https://intranet.corp.example/reports/daily.csv');
+    die $res->status_line unless $res->is_success;
+    """,
+    P=PERSON,
+)
+shape(
+    "clojure-clj-http-request-map-headers",
+    """
+    (require '[clj-http.client :as http])
+
+    (http/post "https://api.airtable.com/v0/app§up§/Leads"
+               {:headers {"Authorization" "Bearer §T§"}
+                :content-type :json
+                :form-params {:records [{:fields {:Name "Acme"}}]}})
+    """,
+    T=AIRTABLE,
+    up=AN(14),
+)
+shape(
+    "haskell-http-conduit-setrequestheader-bearer",
+    """
+    main :: IO ()
+    main = do
+      req0 <- parseRequest "https://api.groq.com/openai/v1/models"
+      let req = setRequestHeader "Authorization" ["Bearer §K§"] req0
+      resp <- httpLBS req
+      print (getResponseStatusCode resp)
+    """,
+    K=GROQ,
+)
+shape(
+    "ocaml-cohttp-header-add-authorization",
+    """
+    let headers =
+      Cohttp.Header.init ()
+      |> fun h -> Cohttp.Header.add h "Authorization" "Bearer §K§"
+      |> fun h -> Cohttp.Header.add h "Content-Type" "application/json"
+    in
+    Cohttp_lwt_unix.Client.post ~headers ~body (Uri.of_string "https://api.mistral.ai/v1/chat/completions")
+    """,
+    K=MISTRAL,
+)
+shape(
+    "nim-httpclient-headers-newhttpheaders",
+    """
+    import std/[httpclient, json]
+
+    let client = newHttpClient()
+    client.headers = newHttpHeaders({"Authorization": "Bearer §K§", "Content-Type": "application/json"})
+    echo client.postContent("https://api.deepseek.com/chat/completions", body = $(%*{"model": "deepseek-chat"}))
+    """,
+    K=DEEPSEEK,
+)
+shape(
+    "crystal-http-client-basic-auth-call",
+    """
+    require "http/client"
+
+    client = HTTP::Client.new("api.mailgun.net", tls: true)
+    client.basic_auth("api", "§K§")
+    response = client.post("/v3/mg.acme.example/messages", form: {"from" => "ops@acme.example", "to" => "oncall@acme.example", "subject" => "disk"})
+    """,
+    K=MAILGUN,
+)
+shape(
+    "google-apps-script-urlfetchapp-headers-literal",
+    """
+    function syncLeads() {
+      const res = UrlFetchApp.fetch('https://api.hubapi.com/crm/v3/objects/contacts?limit=100', {
+        method: 'get',
+        headers: { Authorization: 'Bearer §T§' },
+        muteHttpExceptions: true,
+      });
+      const rows = JSON.parse(res.getContentText()).results;
+      SpreadsheetApp.getActive().getSheetByName('Leads').getRange(2, 1, rows.length, 1).setValues(rows.map(r => [r.id]));
+    }
+    """,
+    T=HUBSPOT,
+)
+shape(
+    "power-query-m-web-contents-headers-record",
+    """
+    let
+        Source = Json.Document(Web.Contents("https://api.harvestapp.com/v2/time_entries",
+            [Headers = [#"Harvest-Account-Id" = "§n3§§n3§", Authorization = "Bearer §T§", #"User-Agent" = "PowerBI"]])),
+        entries = Source[time_entries],
+        tbl = Table.FromList(entries, Splitter.SplitByNothing())
+    in
+        tbl
+    """,
+    T=cat(DG(7), ".pt.", UL(86)),
+)
+shape(
+    "vba-excel-macro-msxml2-setrequestheader",
+    """
+    Sub PullRates()
+        Dim http As Object
+        Set http = CreateObject("MSXML2.XMLHTTP")
+        http.Open "GET", "https://openexchangerates.org/api/latest.json", False
+        http.setRequestHeader "Authorization", "Token §K§"
+        http.send
+        Sheets("Rates").Range("A1").Value = http.responseText
+    End Sub
+    """,
+    K=HX(32),
+)
+shape(
+    "fsharp-fsi-script-httpclient-default-request-headers",
+    """
+    #r "nuget: FSharp.Data"
+    open System.Net.Http
+    let http = new HttpClient()
+    http.DefaultRequestHeaders.Add("X-Api-Key", "§K§")
+    let body = http.GetStringAsync("https://api.exa.ai/websets/v0/websets").Result
+    printfn "%s" body
+    """,
+    K=EXA,
+)
+shape(
+    "zig-build-zon-private-dependency-url-token",
+    """
+    .{
+        .name = .acme_fw,
+        .version = "0.§n§.0",
+        .dependencies = .{
+            .crypto = .{
+                .url = "https://oauth2:§T§@git.corp.example/fw/crypto/archive/v1.4.tar.gz",
+                .hash = "1220§sha256§",
+            },
+        },
+    }
+    """,
+    T=GLPAT,
+)
+shape(
+    "python-boto3-session-explicit-keys-in-lambda-layer",
+    """
+    import boto3
+
+    session = boto3.Session(
+        aws_access_key_id="§A§",
+        aws_secret_access_key="§S§",
+        region_name="eu-central-1",
+    )
+    s3 = session.client("s3")
+    """,
+    A=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "typescript-drizzle-neon-http-connection-string-literal",
+    """
+    import { neon } from "@neondatabase/serverless";
+    import { drizzle } from "drizzle-orm/neon-http";
+
+    const sql = neon("postgresql://neondb_owner:§P§@ep-§hex8§-pooler.eu-central-1.aws.neon.tech/neondb?sslmode=require");
+    export const db = drizzle(sql);
+    """,
+    P=cat("npg_", AN(12)),
+)
+shape(
+    "python-google-genai-client-api-key-kwarg",
+    """
+    from google import genai
+
+    client = genai.Client(api_key="§K§")
+    resp = client.models.generate_content(model="gemini-2.5-flash", contents="Translate to French: good morning")
+    print(resp.text)
+    """,
+    K=GOOGLE,
+)
+shape(
+    "go-slack-new-client-literal-bot-token",
+    """
+    api := slack.New("§T§", slack.OptionDebug(false))
+    _, _, err := api.PostMessage("C§up§", slack.MsgOptionText("deploy finished", false))
+    if err != nil {
+    	log.Fatal(err)
+    }
+    """,
+    T=SLACK_BOT,
+    up=UP(10),
+)
+shape(
+    "java-jedis-pool-constructor-password-argument",
+    """
+    JedisPoolConfig cfg = new JedisPoolConfig();
+    cfg.setMaxTotal(64);
+    JedisPool pool = new JedisPool(cfg, "cache-2.internal", 6379, 2000, "§P§", 0);
+    try (Jedis j = pool.getResource()) {
+        j.setex("health", 30, "ok");
+    }
+    """,
+    P=AN(32),
+)
+shape(
+    "python-psycopg-connect-keyword-password",
+    """
+    import psycopg
+
+    with psycopg.connect(host="§host§", dbname="billing", user="billing_rw", password="§P§", sslmode="require") as conn:
+        with conn.cursor() as cur:
+            cur.execute("select count(*) from invoices where status = 'open'")
+            print(cur.fetchone())
+    """,
+    P=SAFE(22),
+)
+shape(
+    "ruby-rails-credentials-edit-decrypted-buffer",
+    """
+    # rails credentials:edit --environment production   (decrypted buffer, saved in /tmp by the editor)
+    aws:
+      access_key_id: §A§
+      secret_access_key: §S§
+    """,
+    A=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "php-laravel-config-services-array-literal-secret",
+    """
+    <?php
+    return [
+        'postmark' => [
+            'token' => '§T§',
+        ],
+        'ses' => [
+            'key' => env('AWS_ACCESS_KEY_ID'),
+            'secret' => env('AWS_SECRET_ACCESS_KEY'),
+            'region' => 'eu-west-1',
+        ],
+    ];
+    """,
+    T=UUID,
+)
+
+# >>> END OF SHAPES
+
+
+SHAPES = tuple(name for name, _ in _CRED)
+CLEAN_SHAPES = tuple(name for name, _ in _CLEAN)
+
+
+def documents(seed: int = SEED) -> list[Document]:
+    """One document per credential shape (values drawn from `seed`), then the clean documents."""
+    rng = random.Random(seed)
+    made = [Document(name, *fn(rng)) for name, fn in _CRED]
+    return made + [Document(name, fn(rng)) for name, fn in _CLEAN]
+
+
+def generate(seed: int = SEED) -> list[Document]:
+    """The same documents as `documents`."""
+    return documents(seed)
