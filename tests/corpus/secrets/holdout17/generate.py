@@ -3041,6 +3041,1219 @@ shape(
     T=UUID,
 )
 
+# ---- connection strings and DSNs ------------------------------------------------------------------------------
+
+shape(
+    "sqlalchemy-url-mssql-pyodbc-odbc-connect-encoded",
+    """
+    DATABASE_URL = "mssql+pyodbc:///?odbc_connect=DRIVER%3D%7BODBC+Driver+18+for+SQL+Server%7D%3BSERVER%3Dsql01.corp.example%3BDATABASE%3DCRM%3BUID%3Dcrm_app%3BPWD%3D§P§%3BEncrypt%3Dyes"
+    engine = create_engine(DATABASE_URL, pool_pre_ping=True)
+    """,
+    P=AN(20),
+)
+shape(
+    "oracle-easy-connect-sqlplus-user-slash-password-at",
+    """
+    $ sqlplus -L hr_app/§P§@//ora-prod.corp.example:1521/HRPDB
+
+    SQL*Plus: Release 23.0.0.0.0 - Production on Tue Mar §n§ §hms§ 2026
+    Connected to:
+    Oracle Database 23ai Enterprise Edition Release 23.0.0.0.0 - Production
+    SQL>
+    """,
+    P=AN(16),
+)
+shape(
+    "mongodb-srv-uri-in-node-config-js-export",
+    """
+    // config/production.js
+    module.exports = {
+      port: 8080,
+      mongo: {
+        uri: 'mongodb+srv://orders-api:§P§@orders.§hex8§.mongodb.net/orders?retryWrites=true&w=majority&appName=orders-api',
+      },
+    };
+    """,
+    P=AN(16),
+)
+shape(
+    "rediss-url-upstash-in-celery-config",
+    """
+    # celeryconfig.py
+    broker_url = "rediss://default:§P§@eu1-lasting-§hex8§.upstash.io:6379?ssl_cert_reqs=required"
+    result_backend = broker_url
+    task_acks_late = True
+    """,
+    P=cat("A", AN(33)),
+)
+shape(
+    "valkey-sentinel-url-with-password-in-go-config",
+    """
+    cache:
+      addr: "redis-sentinel://:§P§@sentinel-0.cache.svc:26379,sentinel-1.cache.svc:26379/0?master_name=mymaster"
+      pool_size: 50
+      read_timeout: 500ms
+    """,
+    P=AN(24),
+)
+shape(
+    "neo4j-bolt-uri-env-and-password-python-driver",
+    """
+    from neo4j import GraphDatabase
+
+    driver = GraphDatabase.driver("neo4j+s://§hex8§.databases.neo4j.io", auth=("neo4j", "§P§"))
+    with driver.session(database="neo4j") as s:
+        print(s.run("MATCH (n) RETURN count(n)").single()[0])
+    """,
+    P=UL(43),
+)
+shape(
+    "clickhouse-http-url-basic-in-grafana-datasource-yaml",
+    """
+    apiVersion: 1
+    datasources:
+      - name: ClickHouse
+        type: grafana-clickhouse-datasource
+        jsonData:
+          host: clickhouse.data.lan
+          port: 9440
+          username: grafana_ro
+          protocol: native
+          secure: true
+        secureJsonData:
+          password: §P§
+    """,
+    P=SAFE(20),
+)
+shape(
+    "snowflake-connector-python-connect-kwargs",
+    """
+    import snowflake.connector
+
+    ctx = snowflake.connector.connect(
+        user="ETL_SVC",
+        password="§P§",
+        account="acme-eu1",
+        warehouse="LOAD_WH",
+        database="RAW",
+        schema="SHOPIFY",
+    )
+    """,
+    P=SYM(20, "!#%*+-=?@^_~."),
+)
+shape(
+    "db2-connection-string-cli-db2cli-validate",
+    """
+    $ db2cli validate -connstring "DATABASE=SAMPLE;HOSTNAME=db2.corp.example;PORT=50001;PROTOCOL=TCPIP;UID=db2inst1;PWD=§P§;SECURITY=SSL" -connect
+    ===============================================================================
+    Connection attempt for data source name or connection string:
+    ===============================================================================
+    [SUCCESS]
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "sap-hana-hdbuserstore-set-key-password",
+    """
+    $ hdbuserstore SET BACKUPKEY hana01.corp.example:30015 BACKUP_OPERATOR §P§
+    $ hdbuserstore LIST BACKUPKEY
+    KEY BACKUPKEY
+      ENV : hana01.corp.example:30015
+      USER: BACKUP_OPERATOR
+    """,
+    P=SYM(14, "!#%*+-=?@^_~."),
+)
+shape(
+    "couchbase-connection-string-and-password-authenticator-java",
+    """
+    Cluster cluster = Cluster.connect(
+        "couchbases://cb.§hex8§.cloud.couchbase.com",
+        ClusterOptions.clusterOptions(PasswordAuthenticator.create("app_user", "§P§")));
+    Bucket bucket = cluster.bucket("sessions");
+    """,
+    P=SYM(18, "!#%*+-=?@^_~."),
+)
+shape(
+    "elasticsearch-url-userinfo-in-logstash-like-vector-sink",
+    """
+    [sinks.es]
+    type = "elasticsearch"
+    inputs = ["parse_logs"]
+    endpoints = ["https://vector:§P§@es.logs.lan:9200"]
+    bulk.index = "app-logs-%Y.%m.%d"
+    """,
+    P=AN(24),
+)
+shape(
+    "influxdb-v1-url-u-p-query-params-in-grafana-dashboard-link",
+    """
+    Raw query (copied from the panel inspector):
+    https://influx.iot.lan:8086/query?db=telegraf&u=grafana&p=§P§&q=SELECT+mean(%22usage_idle%22)+FROM+%22cpu%22+WHERE+time+%3E+now()-1h
+    """,
+    P=AN(18),
+)
+shape(
+    "questdb-pg-wire-psql-uri-in-makefile",
+    """
+    QDB_URL := postgresql://admin:§P§@questdb.data.lan:8812/qdb
+
+    ingest-check:
+    	psql "$(QDB_URL)" -c "SELECT count() FROM trades WHERE timestamp > dateadd('h', -1, now());"
+    """,
+    P=SAFE(16),
+)
+shape(
+    "yugabyte-ysql-jdbc-url-with-password-param",
+    """
+    spring.datasource.url=jdbc:yugabytedb://yb-tserver-0.yb.svc:5433/orders?user=orders&password=§P§&load-balance=true
+    spring.datasource.driver-class-name=com.yugabyte.Driver
+    """,
+    P=AN(20),
+)
+shape(
+    "tidb-mysql-uri-in-prisma-env",
+    """
+    DATABASE_URL="mysql://§up§.root:§P§@gateway01.eu-central-1.prod.aws.tidbcloud.com:4000/shop?sslaccept=strict"
+    """,
+    P=AN(16),
+    up=AN(15),
+)
+shape(
+    "surrealdb-sql-cli-conn-user-pass-flags",
+    """
+    $ surreal sql --endpoint wss://surreal.data.lan --username root --password '§P§' --namespace acme --database app --pretty
+    acme/app> INFO FOR DB;
+    """,
+    P=SAFE(22),
+)
+shape(
+    "amqps-url-cloudamqp-in-dotnet-appsettings",
+    """
+    {
+      "RabbitMq": {
+        "Uri": "amqps://§lo§:§P§@rat.rmq2.cloudamqp.com/§lo§",
+        "Prefetch": 20
+      },
+      "Logging": {"LogLevel": {"Default": "Information"}}
+    }
+    """,
+    P=UL(32),
+    lo=LO(8),
+)
+shape(
+    "nats-creds-file-jwt-and-nkey-seed",
+    """
+    -----BEGIN NATS USER JWT-----
+    §J§
+    ------END NATS USER JWT------
+
+    ************************* IMPORTANT *************************
+    NKEY Seed printed below can be used to sign and prove identity.
+    NKEYs are sensitive and should be treated as secrets.
+
+    -----BEGIN USER NKEY SEED-----
+    §S§
+    ------END USER NKEY SEED------
+    """,
+    J=JWT({"jti": "X7Q2", "iat": 1767225600, "iss": "ACZ", "name": "orders", "sub": "UDX", "nats": {"type": "user"}}, "ed25519-nkey"),
+    S=cat("SUA", lambda r: chars(r, _B32S, 55)),
+)
+shape(
+    "activemq-artemis-broker-url-in-spring-properties",
+    """
+    spring.artemis.mode=native
+    spring.artemis.broker-url=tcp://artemis.mq.lan:61616?sslEnabled=true
+    spring.artemis.user=orders
+    spring.artemis.password=§P§
+    """,
+    P=SAFE(18),
+)
+shape(
+    "ibm-mq-mqsc-ccdt-json-with-password-in-app-properties",
+    """
+    ibm.mq.queueManager=QM1
+    ibm.mq.channel=APP.SVRCONN
+    ibm.mq.connName=mq01.corp.example(1414)
+    ibm.mq.user=app
+    ibm.mq.password=§P§
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "pulsar-client-conf-auth-token-param",
+    """
+    # conf/client.conf
+    webServiceUrl=https://pulsar.stream.lan:8443/
+    brokerServiceUrl=pulsar+ssl://pulsar.stream.lan:6651/
+    authPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken
+    authParams=token:§T§
+    """,
+    T=JWT({"sub": "orders-consumer"}, "HS256"),
+)
+shape(
+    "ftp-url-with-userinfo-in-lftp-bookmarks",
+    """
+    # ~/.local/share/lftp/bookmarks
+    supplier-feed	ftp://feeds:§P§@ftp.supplier.example/outgoing/
+    mirror-old	sftp://mirror@files.corp.example/srv/mirror
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "smtp-url-userinfo-in-django-anymail-env",
+    """
+    EMAIL_URL=smtp+tls://postmaster%40mg.acme.example:§P§@smtp.eu.mailgun.org:587
+    DEFAULT_FROM_EMAIL=Acme <no-reply@acme.example>
+    """,
+    P=MAILGUN,
+)
+shape(
+    "imap-url-with-password-in-n8n-like-env-for-mail-trigger",
+    """
+    MAIL_TRIGGER_URL=imaps://invoices%40acme.example:§P§@imap.fastmail.com:993/INBOX
+    MAIL_TRIGGER_INTERVAL=60
+    """,
+    P=cat(LO(16)),
+)
+shape(
+    "cassandra-cql-python-plain-text-auth-provider",
+    """
+    from cassandra.cluster import Cluster
+    from cassandra.auth import PlainTextAuthProvider
+
+    auth = PlainTextAuthProvider(username="telemetry", password="§P§")
+    cluster = Cluster(["scylla-0.data.lan", "scylla-1.data.lan"], auth_provider=auth)
+    session = cluster.connect("telemetry")
+    """,
+    P=SAFE(20),
+)
+shape(
+    "libsql-url-with-auth-token-query-param",
+    """
+    const client = createClient({
+      url: "libsql://acme-app-§lo§.aws-eu-west-1.turso.io?authToken=§T§",
+    });
+    """,
+    T=TURSO,
+    lo=LO(6),
+)
+shape(
+    "ado-net-connection-string-npgsql-in-csx-script",
+    """
+    var cs = "Host=§host§;Port=5432;Database=inventory;Username=inv_app;Password=§P§;SSL Mode=Require;Trust Server Certificate=true";
+    await using var conn = new NpgsqlConnection(cs);
+    await conn.OpenAsync();
+    """,
+    P=SYM(18, "!#%*+-=?@^_~."),
+)
+shape(
+    "memcached-sasl-pylibmc-binary-username-password",
+    """
+    import pylibmc
+    mc = pylibmc.Client(["mc1.cache.lan:11211"], binary=True, username="app", password="§P§",
+                        behaviors={"tcp_nodelay": True, "ketama": True})
+    """,
+    P=AN(24),
+)
+shape(
+    "ldap-bind-url-in-sssd-conf-default-authtok",
+    """
+    [domain/corp.example]
+    id_provider = ldap
+    ldap_uri = ldaps://ldap.corp.example
+    ldap_search_base = dc=corp,dc=example
+    ldap_default_bind_dn = cn=sssd,ou=services,dc=corp,dc=example
+    ldap_default_authtok_type = password
+    ldap_default_authtok = §P§
+    """,
+    P=SYM(20, "!#%*+-=?@^_~."),
+)
+
+# ---- tool-call JSON and agent traces ---------------------------------------------------------------------------
+
+shape(
+    "openai-responses-output-function-call-arguments-string",
+    """
+    {
+      "id": "resp_§hex12§§hex12§",
+      "object": "response",
+      "output": [
+        {
+          "type": "function_call",
+          "id": "fc_§hex12§",
+          "call_id": "§callid§",
+          "name": "run_sql",
+          "arguments": "{\\"dsn\\":\\"postgresql://agent:§P§@§host§:5432/crm\\",\\"query\\":\\"select count(*) from accounts\\"}"
+        }
+      ],
+      "usage": {"input_tokens": §tok§, "output_tokens": §n2§}
+    }
+    """,
+    P=SAFE(20),
+)
+shape(
+    "anthropic-messages-tool-use-block-input-set-secret",
+    """
+    {
+      "role": "assistant",
+      "content": [
+        {"type": "text", "text": "I'll store the key in the project's secret manager."},
+        {"type": "tool_use", "id": "§toolu§", "name": "set_secret",
+         "input": {"project": "web", "name": "POSTHOG_PERSONAL_API_KEY", "value": "§K§"}}
+      ],
+      "stop_reason": "tool_use"
+    }
+    """,
+    K=POSTHOG_PERSONAL,
+)
+shape(
+    "mcp-jsonrpc-tools-call-request-arguments-connection-string",
+    """
+    {"jsonrpc":"2.0","id":§n§,"method":"tools/call","params":{"name":"query","arguments":{"connectionString":"Server=sql01.corp.example;Database=Sales;User Id=mcp_reader;Password=§P§;TrustServerCertificate=True","sql":"SELECT TOP 5 * FROM Orders"}}}
+    """,
+    P=SAFE(18),
+)
+shape(
+    "mcp-jsonrpc-read-file-result-dotenv-clerk-secret",
+    """
+    {"jsonrpc":"2.0","id":§n§,"result":{"content":[{"type":"text","text":"NODE_ENV=production\\nPORT=3000\\nCLERK_SECRET_KEY=§K§\\nNEXT_PUBLIC_CLERK_PUBLISHABLE_KEY=pk_live_§hex12§"}],"isError":false}}
+    """,
+    K=CLERK,
+)
+shape(
+    "claude-code-transcript-jsonl-bash-tool-use-input-command",
+    """
+    {"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"§toolu§","name":"Bash","input":{"command":"curl -s -H 'Authorization: Bearer §T§' https://api.vercel.com/v9/projects | jq '.projects[].name'","description":"List Vercel projects"}}]},"uuid":"§uuid§","timestamp":"§ts§"}
+    """,
+    T=VERCEL,
+)
+shape(
+    "claude-code-transcript-jsonl-tool-result-cat-dotenv",
+    """
+    {"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"§toolu§","content":"     1\\tAPP_URL=http://localhost:3000\\n     2\\tOPENAI_API_KEY=§K§\\n     3\\tLOG_LEVEL=debug\\n"}]},"uuid":"§uuid§","timestamp":"§ts§"}
+    """,
+    K=OPENAI,
+)
+shape(
+    "codex-exec-json-event-exec-command-begin-with-env",
+    """
+    {"id":"§n§","msg":{"type":"exec_command_begin","call_id":"§callid§","command":["bash","-lc","HCLOUD_TOKEN=§T§ hcloud server list -o columns=name,status"],"cwd":"/work/infra"}}
+    {"id":"§n§","msg":{"type":"exec_command_end","call_id":"§callid§","exit_code":0,"stdout":"NAME      STATUS\\nweb-1     running\\n"}}
+    """,
+    T=HCLOUD,
+)
+shape(
+    "openhands-event-stream-cmdrunaction-json",
+    """
+    {"id": §n2§, "timestamp": "§ts§", "source": "agent", "action": "run",
+     "args": {"command": "git remote set-url origin https://x-access-token:§T§@github.com/acme/site.git && git push origin HEAD", "is_input": false, "thought": "Push the fix"},
+     "message": "Running command: git remote set-url origin ..."}
+    """,
+    T=GHS,
+)
+shape(
+    "swe-agent-trajectory-json-action-and-observation",
+    """
+    {
+      "trajectory": [
+        {
+          "action": "export SENTRY_AUTH_TOKEN=§T§ && sentry-cli releases list --org acme | head",
+          "observation": "+--------------+------------+\\n| Released     | Version    |\\n+--------------+------------+",
+          "thought": "Check which releases exist before bisecting."
+        }
+      ]
+    }
+    """,
+    T=SENTRY_USER,
+)
+shape(
+    "smolagents-step-log-code-action-python-block",
+    """
+    ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ Step 3 ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━
+     ─ Executing parsed code: ─────────────────────────────────────────────────────
+      import requests
+      r = requests.get("https://api.tavily.com/usage", headers={"Authorization": "Bearer §K§"})
+      print(r.json())
+     ──────────────────────────────────────────────────────────────────────────────
+    Execution logs:
+    {'key': {'usage': 412, 'limit': 1000}}
+    """,
+    K=TAVILY,
+)
+shape(
+    "mastra-agent-trace-tool-call-args-object",
+    """
+    [mastra] §ts§ DEBUG agent=ops-assistant step=2 toolCall {
+      toolName: 'httpRequest',
+      args: {
+        url: 'https://api.pagerduty.com/oncalls',
+        headers: { Authorization: 'Token token=§T§', Accept: 'application/vnd.pagerduty+json;version=2' }
+      }
+    }
+    """,
+    T=cat("u+", UL(18)),
+)
+shape(
+    "n8n-workflow-export-http-request-node-header-parameters",
+    """
+    {
+      "name": "Sync invoices",
+      "nodes": [
+        {
+          "parameters": {
+            "url": "https://api.lemonsqueezy.com/v1/orders",
+            "sendHeaders": true,
+            "headerParameters": {"parameters": [{"name": "Authorization", "value": "Bearer §T§"}]}
+          },
+          "type": "n8n-nodes-base.httpRequest",
+          "typeVersion": 4.2,
+          "name": "Get orders"
+        }
+      ]
+    }
+    """,
+    T=JWT({"aud": "1", "jti": "a81f", "sub": "§n3§", "scopes": []}, "RS256"),
+)
+shape(
+    "node-red-flows-json-function-node-with-inline-token",
+    """
+    [{"id":"§hex8§§hex8§","type":"function","z":"§hex8§","name":"build request","func":"msg.headers = {\\n  'Authorization': 'Bearer §T§'\\n};\\nmsg.url = 'http://homeassistant.local:8123/api/states/sensor.power';\\nreturn msg;","outputs":1,"x":340,"y":120,"wires":[["§hex8§"]]}]
+    """,
+    T=JWT({"iss": "§hex12§", "iat": 1767225600, "exp": 2082585600}, "HS256"),
+)
+shape(
+    "a2a-protocol-message-send-parts-text-credentials",
+    """
+    {"jsonrpc":"2.0","id":"§uuid§","method":"message/send","params":{"message":{"role":"user","messageId":"§uuid2§","parts":[{"kind":"text","text":"Use the staging SFTP account to fetch the feed: user feeds-stg, password §P§"}]}}}
+    """,
+    P=PERSON,
+)
+shape(
+    "openai-agents-sdk-function-span-slack-webhook-input",
+    """
+    {"object":"trace.span","id":"span_§hex12§","trace_id":"trace_§trace§","span_data":{"type":"function","name":"send_slack_message","input":"{\\"webhook_url\\":\\"§W§\\",\\"text\\":\\"Nightly ETL finished\\"}","output":"ok"}}
+    """,
+    W=SLACK_HOOK,
+)
+shape(
+    "pydantic-ai-agent-run-messages-tool-call-part-args",
+    """
+    ModelResponse(parts=[ToolCallPart(tool_name='create_db_user', args={'username': 'metrics_ro', 'password': '§P§', 'grants': ['SELECT']}, tool_call_id='§callid§')], usage=RequestUsage(input_tokens=§tok§, output_tokens=§n2§), model_name='gpt-4.1')
+    """,
+    P=APPLE,
+)
+shape(
+    "langgraph-studio-thread-state-json-tool-message-content",
+    """
+    {"values":{"messages":[{"type":"human","content":"check the stripe balance"},{"type":"tool","name":"shell","tool_call_id":"§callid§","content":"$ stripe balance retrieve --api-key §K§\\n{\\n  \\"object\\": \\"balance\\",\\n  \\"livemode\\": true\\n}"}]},"next":[]}
+    """,
+    K=STRIPE_RK,
+)
+shape(
+    "crewai-task-output-json-raw-with-credentials",
+    """
+    {"description":"Provision the analytics read replica","name":"provision","expected_output":"connection details","raw":"Replica ready. host=replica-1.§host§ port=5432 user=analyst password=§P§ sslmode=require","agent":"DBA"}
+    """,
+    P=SAFE(20),
+)
+shape(
+    "autogen-tool-call-execution-event-content-repr",
+    """
+    ---------- ToolCallExecutionEvent (assistant) ----------
+    [FunctionExecutionResult(content='{"status":"created","api_key":"§K§","name":"ci-reader"}', name='create_api_key', call_id='§callid§', is_error=False)]
+    """,
+    K=cat("ak_live_", AN(32)),
+)
+shape(
+    "semantic-kernel-function-invocation-log-arguments",
+    """
+    info: Microsoft.SemanticKernel.KernelFunction[0]
+          Function MailPlugin-SendMail invoking.
+    trce: Microsoft.SemanticKernel.KernelFunction[0]
+          Function arguments: {"smtpHost":"smtp.office365.com","smtpUser":"reports@acme.example","smtpPassword":"§P§","to":"cfo@acme.example"}
+    """,
+    P=PERSON,
+)
+shape(
+    "agent-memory-jsonl-remembered-fact-with-password",
+    """
+    {"id":"mem_§hex12§","created_at":"§ts§","user_id":"§user§","memory":"User's home NAS admin login is admin / §P§ (Synology at §lan§)","categories":["devices"]}
+    """,
+    P=PERSON,
+)
+shape(
+    "cursor-agent-terminal-tool-output-in-chat-export-markdown",
+    """
+    **Terminal** `kubectl get secret stripe -o jsonpath='{.data.key}' | base64 -d`
+
+    ```
+    §K§
+    ```
+
+    The key is present and looks like a live restricted key. I'll reference it via `secretKeyRef` rather than inlining it.
+    """,
+    K=STRIPE_RK,
+)
+shape(
+    "gemini-cli-session-json-function-response-output",
+    """
+    {"role":"user","parts":[{"functionResponse":{"id":"run_shell_command-§n3§","name":"run_shell_command","response":{"output":"Command: gcloud auth print-access-token\\nStdout: §T§\\nExit Code: 0"}}}]}
+    """,
+    T=cat("ya29.a0", UL(180)),
+)
+shape(
+    "llm-tool-call-xml-style-parameters-in-agent-log",
+    """
+    <function_calls>
+    <invoke name="write_file">
+    <parameter name="path">deploy/.env.production</parameter>
+    <parameter name="content">DATABASE_URL=postgres://web:§P§@§host§:5432/web
+    REDIS_URL=redis://cache-2.internal:6379/0
+    </parameter>
+    </invoke>
+    </function_calls>
+    """,
+    P=SAFE(22),
+)
+shape(
+    "agent-trace-otel-span-attributes-gen-ai-tool-call-arguments",
+    """
+    {"name":"execute_tool run_command","attributes":{"gen_ai.operation.name":"execute_tool","gen_ai.tool.name":"run_command","gen_ai.tool.call.id":"§callid§","gen_ai.tool.call.arguments":"{\\"cmd\\":\\"docker login -u acme -p §T§ registry.gitlab.com\\"}"},"trace_id":"§trace§","span_id":"§span§"}
+    """,
+    T=GLDT,
+)
+shape(
+    "mcp-server-stderr-startup-log-config-dump",
+    """
+    [§ts§] [info] mcp-server-jira starting (stdio)
+    [§ts§] [debug] config: { baseUrl: 'https://acme.atlassian.net', email: 'bot@acme.example', apiToken: '§T§', projects: [ 'OPS', 'WEB' ] }
+    [§ts§] [info] listening on stdio
+    """,
+    T=ATLASSIAN,
+)
+shape(
+    "aider-input-history-file-pasted-key",
+    """
+    # ~/.aider.input.history
+    # 2026-03-§n§ §hms§.482
+    +/run export TOGETHER_API_KEY=§K§ && python eval.py --model together
+    # 2026-03-§n§ §hms§.918
+    +fix the failing assertion in tests/test_eval.py
+    """,
+    K=TOGETHER,
+)
+shape(
+    "goose-session-jsonl-tool-response-text",
+    """
+    {"role":"user","created":1767§n3§,"content":[{"type":"toolResponse","id":"§callid§","toolResult":{"status":"success","value":[{"type":"text","text":"$ cat ~/.config/gh/hosts.yml\\ngithub.com:\\n    oauth_token: §T§\\n    user: §user§\\n    git_protocol: https\\n"}]}}]}
+    """,
+    T=GHO,
+)
+shape(
+    "vercel-ai-sdk-tool-result-stream-part-json",
+    """
+    data: {"type":"tool-result","toolCallId":"§callid§","toolName":"createApiKey","result":{"id":"key_§hex12§","secret":"§K§","scopes":["read"]}}
+    """,
+    K=cat("sk_live_", UL(40)),
+)
+shape(
+    "browser-agent-fill-action-log-password-field",
+    """
+    [agent] step 7: fill(selector="#password", value="§P§")
+    [agent] step 8: click(selector="button[type=submit]")
+    [agent] page title: "Dashboard – Acme Billing"
+    """,
+    P=PERSON,
+)
+
+# ---- error messages and stack traces quoting a config ----------------------------------------------------------
+
+shape(
+    "sqlalchemy-operationalerror-traceback-with-url-in-engine-repr",
+    """
+    Traceback (most recent call last):
+      File "/app/worker.py", line 41, in <module>
+        with engine.connect() as conn:
+    sqlalchemy.exc.OperationalError: (psycopg.OperationalError) connection failed: FATAL:  too many connections for role "etl"
+    (Background on this error at: https://sqlalche.me/e/20/e3q8)
+    engine = Engine(postgresql+psycopg://etl:§P§@§host§:5432/warehouse)
+    """,
+    P=SAFE(18),
+)
+shape(
+    "node-unhandled-rejection-mongoserverselectionerror-uri",
+    """
+    node:internal/process/promises:394
+        triggerUncaughtException(err, true /* fromPromise */);
+        ^
+
+    MongoServerSelectionError: connection <monitor> to 10.0.3.12:27017 closed
+        at Topology.selectServer (/app/node_modules/mongodb/lib/sdam/topology.js:326:38) {
+      reason: TopologyDescription { type: 'ReplicaSetNoPrimary' },
+      connectionString: 'mongodb://api:§P§@mongo-0.db:27017,mongo-1.db:27017/app?replicaSet=rs0'
+    }
+    """,
+    P=AN(22),
+)
+shape(
+    "java-spring-boot-failed-to-bind-properties-origin-value",
+    """
+    ***************************
+    APPLICATION FAILED TO START
+    ***************************
+
+    Description:
+
+    Failed to bind properties under 'app.payments.adyen' to com.acme.payments.AdyenProperties:
+
+        Property: app.payments.adyen.api-key
+        Value: "§K§"
+        Origin: class path resource [application-prod.yml] - 14:16
+        Reason: must match "AQE.*"
+    """,
+    K=ADYEN,
+)
+shape(
+    "go-error-wrapped-with-dsn-in-log-line",
+    """
+    {"level":"fatal","ts":"§ts§","caller":"cmd/api/main.go:88","msg":"open database","error":"failed to connect to `user=api database=api`: dial tcp 10.0.4.7:5432: i/o timeout","dsn":"host=§host§ user=api password=§P§ dbname=api sslmode=verify-full"}
+    """,
+    P=SAFE(20),
+)
+shape(
+    "rust-anyhow-error-debug-config-struct",
+    """
+    Error: failed to start ingest
+
+    Caused by:
+        0: loading config from /etc/ingest/config.toml
+        1: Config { listen: 0.0.0.0:9000, s3: S3Config { bucket: "ingest-raw", access_key: "§A§", secret_key: "§S§", region: "auto" }, batch: 512 }
+           missing field `endpoint`
+    """,
+    A=HX(32),
+    S=HX(64),
+)
+shape(
+    "php-pdoexception-stack-trace-with-constructor-args",
+    """
+    PHP Fatal error:  Uncaught PDOException: SQLSTATE[HY000] [1045] Access denied for user 'shop'@'10.0.2.14' (using password: YES) in /var/www/shop/lib/Db.php:22
+    Stack trace:
+    #0 /var/www/shop/lib/Db.php(22): PDO->__construct('mysql:host=db02...', 'shop', '§P§', Array)
+    #1 /var/www/shop/public/index.php(9): Db::connect()
+    #2 {main}
+      thrown in /var/www/shop/lib/Db.php on line 22
+    """,
+    P=PERSON,
+)
+shape(
+    "rails-log-started-post-parameters-unfiltered",
+    """
+    Started POST "/api/v1/integrations" for §ip§ at §day§ §hms§ +0000
+    Processing by Api::V1::IntegrationsController#create as JSON
+      Parameters: {"integration"=>{"kind"=>"shopify", "shop"=>"acme-store.myshopify.com", "access_token"=>"§T§"}}
+    Completed 201 Created in 84ms (Views: 0.4ms | ActiveRecord: 12.1ms)
+    """,
+    T=SHOPIFY,
+)
+shape(
+    "python-requests-httperror-url-with-api-key-query",
+    """
+    Traceback (most recent call last):
+      File "/opt/etl/fetch_weather.py", line 27, in fetch
+        r.raise_for_status()
+      File "/opt/etl/.venv/lib/python3.12/site-packages/requests/models.py", line 1024, in raise_for_status
+        raise HTTPError(http_error_msg, response=self)
+    requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: https://api.tomorrow.io/v4/weather/forecast?location=52.52,13.40&apikey=§K§
+    """,
+    K=AN(32),
+)
+shape(
+    "dotnet-sqlexception-login-failed-with-connection-string-log",
+    """
+    fail: Microsoft.EntityFrameworkCore.Database.Connection[20004]
+          An error occurred using the connection to database 'Billing' on server 'sql01.corp.example'.
+    fail: Billing.Api.Startup[0]
+          Startup check failed for ConnectionString="Server=sql01.corp.example;Database=Billing;User ID=billing_api;Password=§P§;Encrypt=True"
+          Microsoft.Data.SqlClient.SqlException (0x80131904): Login failed for user 'billing_api'.
+    """,
+    P=SYM(18, "!#%*+-=?@^_~."),
+)
+shape(
+    "kotlin-exception-message-with-okhttp-request-tostring",
+    """
+    java.io.IOException: Unexpected code Response{protocol=h2, code=401, message=, url=https://api.openai.com/v1/embeddings}
+    	at com.acme.search.Embedder.embed(Embedder.kt:58)
+    Request{method=POST, url=https://api.openai.com/v1/embeddings, headers=[Authorization:Bearer §K§, Content-Type:application/json]}
+    """,
+    K=OPENAI_SVC,
+)
+shape(
+    "python-pydantic-validationerror-input-value-shows-secret",
+    """
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for Settings
+    webhook_url
+      Input should be a valid URL, relative URL without a base [type=url_parsing, input_value='§W§ ', input_type=str]
+        For further information visit https://errors.pydantic.dev/2.11/v/url_parsing
+    """,
+    W=DISCORD_HOOK,
+)
+shape(
+    "elixir-dbconnection-error-with-keyword-opts-inspect",
+    """
+    ** (DBConnection.ConnectionError) tcp connect (db02.prod.lan:5432): connection refused - :econnrefused
+    [hostname: "db02.prod.lan", username: "phoenix", password: "§P§", database: "app_prod", pool_size: 10, port: 5432]
+        (db_connection 2.7.0) lib/db_connection/connection.ex:104: DBConnection.Connection.connect/2
+    """,
+    P=SAFE(20),
+)
+
+# ---- Markdown, HTML, tables, READMEs and runbooks ---------------------------------------------------------------
+
+shape(
+    "readme-quickstart-code-block-export-with-real-key",
+    """
+    ## Quick start
+
+    ```bash
+    git clone https://github.com/acme/voice-bot && cd voice-bot
+    export DEEPGRAM_API_KEY=§K§
+    npm install && npm start
+    ```
+
+    Then call the number in `config/phone.json`.
+    """,
+    K=HX(40),
+)
+shape(
+    "runbook-markdown-break-glass-section-credentials",
+    """
+    # Runbook: payments DB failover
+
+    ## Break-glass access
+    If Vault is down, use the local superuser on the standby:
+
+    - host: `pg-standby.payments.lan`
+    - user: `postgres`
+    - password: `§P§`
+
+    Rotate it right after the incident (ticket template PAY-ROT).
+    """,
+    P=SYM(24, "!#%*+-=?@^_~."),
+)
+shape(
+    "markdown-table-environments-urls-and-admin-tokens",
+    """
+    | Env | URL | Admin token |
+    |-----|-----|-------------|
+    | dev | https://dev.acme.example | `dev-only-not-secret` |
+    | staging | https://stg.acme.example | `§T§` |
+    | prod | https://acme.example | see 1Password |
+    """,
+    T=UL(40),
+)
+shape(
+    "html-admin-page-input-type-hidden-api-key-value",
+    """
+    <form method="post" action="/admin/integrations/save">
+      <input type="hidden" name="csrfmiddlewaretoken" value="§hex12§">
+      <label for="k">Mapbox secret token</label>
+      <input id="k" type="text" name="mapbox_secret" value="§K§" readonly>
+      <button type="submit">Save</button>
+    </form>
+    """,
+    K=MAPBOX_SK,
+)
+shape(
+    "confluence-page-html-export-code-macro-with-credentials",
+    """
+    <div class="code panel pdl"><div class="codeContent panelContent pdl">
+    <pre class="syntaxhighlighter-pre" data-syntaxhighlighter-params="brush: bash; gutter: false">mysql -h reporting-db.eu.example -u looker -p'§P§' looker_pdt</pre>
+    </div></div>
+    """,
+    P=SYM(16, "!#%*+-=?@^_~."),
+)
+shape(
+    "notion-export-markdown-toggle-with-service-account-table",
+    """
+    # Vendors – shared logins
+
+    <aside>⚠️ migrate to 1Password by end of Q2</aside>
+
+    | Vendor | Login | Password | Notes |
+    | --- | --- | --- | --- |
+    | Printful | ops@acme.example | §P§ | 2FA on Tarek's phone |
+    """,
+    P=PERSON,
+)
+shape(
+    "obsidian-note-frontmatter-and-inline-api-key",
+    """
+    ---
+    tags: [homelab, api]
+    created: §day§
+    ---
+    # Home Assistant tokens
+
+    Long-lived token for the Grafana dashboard (made on §day§):
+    `§T§`
+
+    Revoke from Profile → Security if the dashboard box is retired.
+    """,
+    T=JWT({"iss": "§hex12§§hex12§", "iat": 1767225600, "exp": 2082585600}, "HS256"),
+)
+shape(
+    "github-pr-description-testing-section-with-staging-login",
+    """
+    ## What
+    Adds SAML login for the admin panel.
+
+    ## Testing
+    1. Go to https://pr-§n3§.preview.acme.dev/admin
+    2. Log in as `qa-admin` / `§P§`
+    3. Click *Sign in with Okta* and check the redirect.
+
+    Closes #§n3§
+    """,
+    P=APPLE,
+)
+shape(
+    "asciidoc-runbook-table-cell-password",
+    """
+    == Console access
+
+    [cols="1,1,2"]
+    |===
+    |Device |User |Password
+
+    |core-sw-01
+    |netadmin
+    |§P§
+    |===
+    """,
+    P=SYM(14, "!#%*+-=?@^_~."),
+)
+shape(
+    "rst-sphinx-doc-code-block-with-token",
+    """
+    Publishing
+    ----------
+
+    .. code-block:: console
+
+       $ uv publish --token §T§
+
+    The token is scoped to ``acme-sdk`` only.
+    """,
+    T=PYPI,
+)
+shape(
+    "html-email-onboarding-body-temporary-password-strong",
+    """
+    <html><body style="font-family:Arial">
+    <p>Hi §first§,</p>
+    <p>Your account on the Acme expense portal is ready. Sign in at <a href="https://expenses.acme.example">expenses.acme.example</a> with:</p>
+    <p>Username: <strong>§user§</strong><br>Temporary password: <strong>§P§</strong></p>
+    <p>You'll be asked to choose a new password on first login.</p>
+    </body></html>
+    """,
+    P=TEMP,
+)
+shape(
+    "csv-export-api-keys-inventory-with-secret-column",
+    """
+    service,owner,key_id,secret,rotated
+    exchange-rates,finance,er-§n3§,§K§,§day§
+    geocoder,web,,managed-by-vault,§day§
+    """,
+    K=HX(32),
+)
+
+# ---- tickets and chat, many languages ---------------------------------------------------------------------------
+
+shape(
+    "polish-mattermost-haslo-do-bazy-testowej",
+    """
+    §first§ 10:42
+    Hej, hasło do bazy testowej to §P§ — użytkownik qa_tester. Nie wrzucajcie go do repo 🙏
+    """,
+    P=PERSON,
+)
+shape(
+    "czech-email-heslo-k-vpn-docasne",
+    """
+    Dobrý den,
+
+    posílám přístup do VPN pro nového kolegu:
+    uživatel: §user§
+    dočasné heslo: §P§
+
+    Při prvním přihlášení bude vyzván ke změně.
+    S pozdravem, IT podpora
+    """,
+    P=TEMP,
+)
+shape(
+    "slovak-teams-heslo-je-wifi-sklad",
+    """
+    [§hms§] §first§: heslo na wifi v sklade je §P§ (sieť ACME-Sklad)
+    [§hms2§] §first2§: ďakujem!
+    """,
+    P=PERSON,
+)
+shape(
+    "romanian-whatsapp-parola-contului-de-test",
+    """
+    [§day§, §hms§] §first§: parola pentru contul de test e §P§
+    [§day§, §hms2§] §first2§: merge, mulțumesc
+    """,
+    P=PERSON,
+)
+shape(
+    "serbian-cyrillic-viber-lozinka-server",
+    """
+    §first§: Лозинка за сервер: §P§
+    §first2§: Хвала, улазим сада.
+    """,
+    P=PERSON,
+)
+shape(
+    "swedish-slack-losenordet-till-admin-panelen",
+    """
+    §first§  9:14
+    Lösenordet till adminpanelen är «§P§», byt det efter demon!
+    """,
+    P=APPLE,
+)
+shape(
+    "norwegian-email-passord-til-ruteren",
+    """
+    Hei §first§,
+
+    Passordet til ruteren på hytta er:
+    §P§
+
+    Brukernavn er admin. Mvh §first2§
+    """,
+    P=PERSON,
+)
+shape(
+    "danish-teams-adgangskode-til-printeren",
+    """
+    §first§ (§hms§): adgangskoden til printerens webside er §P§
+    §first2§ (§hms2§): perfekt, tak
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "persian-telegram-ramz-obur-server-rtl",
+    """
+    §first§: سلام، رمز عبور سرور تست: §P§
+    §first2§: ممنون 🙏 وصل شدم
+    """,
+    P=PERSON,
+)
+shape(
+    "pashto-whatsapp-pasward-da-dafter",
+    """
+    §first§: د دفتر وای فای پاسورډ دا دی: §P§
+    """,
+    P=PERSON,
+)
+shape(
+    "mongolian-messenger-nuuts-ug-cyrillic",
+    """
+    §first§: Системийн нууц үг: §P§ — нэвтрэх нэр нь admin.
+    """,
+    P=PERSON,
+)
+shape(
+    "nepali-viber-sarbhar-ko-password-yo-ho",
+    """
+    §first§: सर्भरको पासवर्ड यो हो: §P§
+    §first2§: धन्यवाद दाइ
+    """,
+    P=PERSON,
+)
+shape(
+    "marathi-whatsapp-password-ahe",
+    """
+    [§day§, §hms§] §first§: ऑफिस लॅपटॉपचा पासवर्ड §P§ आहे
+    """,
+    P=PERSON,
+)
+shape(
+    "punjabi-gurmukhi-chat-password-hai",
+    """
+    §first§: ਦਫ਼ਤਰ ਦੇ ਕੰਪਿਊਟਰ ਦਾ ਪਾਸਵਰਡ §P§ ਹੈ
+    """,
+    P=PERSON,
+)
+shape(
+    "sinhala-chat-murapadaya-wifi",
+    """
+    §first§: Office WiFi මුරපදය: §P§
+    §first2§: ස්තූතියි!
+    """,
+    P=PERSON,
+)
+shape(
+    "somali-whatsapp-furaha-sirta-ah",
+    """
+    §first§: Furaha sirta ee nidaamka waa §P§ — ha la wadaagin.
+    """,
+    P=PERSON,
+)
+shape(
+    "swahili-ticket-nenosiri-la-muda",
+    """
+    Tiketi #§ticket§ — Akaunti mpya
+    Habari §first§, akaunti yako imeundwa.
+    Jina la mtumiaji: §user§
+    Nenosiri la muda: §P§
+    Tafadhali libadilishe unapoingia kwa mara ya kwanza.
+    """,
+    P=TEMP,
+)
+shape(
+    "portuguese-pt-email-palavra-passe-provisoria",
+    """
+    Olá §first§,
+
+    A sua palavra-passe provisória para o portal de faturação é: §P§
+    Deverá alterá-la no primeiro acesso.
+
+    Cumprimentos,
+    Apoio Informático
+    """,
+    P=TEMP,
+)
+shape(
+    "spanish-mexico-whatsapp-contrasena-del-modem",
+    """
+    [§day§ §hms§] §first§: la contraseña del módem es §P§ (la red es Totalplay-§hex8§)
+    [§day§ §hms2§] §first2§: ya quedó, gracias
+    """,
+    P=UP(10),
+)
+shape(
+    "italian-slack-thread-credenziali-staging-code-span",
+    """
+    §first§: per lo staging usate `admin` / `§P§`, domani la cambio
+    §first2§: 👍
+    """,
+    P=APPLE,
+)
+shape(
+    "german-swiss-email-passwort-fuer-das-kundenportal",
+    """
+    Grüezi §first§
+
+    Hier die Zugangsdaten fürs Kundenportal:
+    Benutzer: §user§
+    Passwort: §P§
+
+    Freundliche Grüsse
+    """,
+    P=PERSON,
+)
+shape(
+    "russian-telegram-parol-ot-bd-code-span",
+    """
+    §first§: пароль от прод БД `§P§`, логин app_rw. после релиза сменим
+    """,
+    P=SAFE(18),
+)
+shape(
+    "ukrainian-slack-token-dlia-api",
+    """
+    §first§: ось токен для API доставки: §T§
+    §first2§: дякую, підключаю
+    """,
+    T=HX(40),
+)
+shape(
+    "turkish-slack-api-anahtari-paylasim",
+    """
+    §first§: Canlı ortam için API anahtarı şu: §K§
+    §first2§: tamamdır, .env'ye ekledim
+    """,
+    K=STRIPE_SK,
+)
+shape(
+    "vietnamese-teams-mat-khau-wifi-van-phong",
+    """
+    §first§: Mật khẩu wifi văn phòng tầng 3: §P§
+    """,
+    P=PERSON,
+)
+shape(
+    "indonesian-slack-token-bot-telegram",
+    """
+    §first§: token bot telegram buat notifikasi: §T§
+    §first2§: siap, udah aku pasang di server
+    """,
+    T=TELEGRAM_BOT,
+)
+shape(
+    "korean-slack-api-key-jeondal",
+    """
+    §first§: 스테이징 OpenAI 키 전달드려요: §K§
+    §first2§: 감사합니다! 바로 적용할게요
+    """,
+    K=OPENAI,
+)
+shape(
+    "japanese-teams-api-kii-haritsuke",
+    """
+    §first§: 本番のAnthropicキーです。共有後は削除してください → §K§
+    """,
+    K=ANTHROPIC,
+)
+shape(
+    "chinese-feishu-message-shujuku-mima",
+    """
+    §first§：测试库账号 test_rw，密码：§P§，用完记得改回去。
+    """,
+    P=SAFE(16),
+)
+shape(
+    "english-jira-comment-service-desk-customer-shares-password",
+    """
+    *Customer comment* (§ts§):
+    Hi, I still can't get the integration working. Our SFTP login is acme_upload and the password is §P§ — can you check on your side?
+    """,
+    P=PERSON,
+)
+shape(
+    "english-zendesk-macro-reply-with-reset-password-filled",
+    """
+    Hi §first§,
+
+    I've reset your password as requested. You can now log in with:
+
+        §P§
+
+    Please change it under Settings → Security after signing in.
+    """,
+    P=TEMP,
+)
+shape(
+    "english-discord-dm-bot-token-paste",
+    """
+    §user§ — Today at §hms§
+    here's the bot token so you can test locally: §T§
+    don't commit it lol
+    """,
+    T=DISCORD_BOT,
+)
+shape(
+    "english-sms-bank-style-new-online-banking-password",
+    """
+    ACME BANK: Your new online banking password is §P§. We will never ask you for it. If you didn't request this, call 0800 §n3§ §n3§.
+    """,
+    P=TEMP,
+)
+
 # >>> END OF SHAPES
 
 
