@@ -4254,6 +4254,1147 @@ shape(
     P=TEMP,
 )
 
+# ---- long tail: network gear, NAS, BMCs, printers, cameras, VoIP ------------------------------------------------
+
+shape(
+    "mikrotik-routeros-export-show-sensitive-wireguard-and-ppp-secret",
+    """
+    # 2026-03-§n§ §hms§ by RouterOS 7.1§n§
+    # software id = §up§
+    /interface wireguard
+    add listen-port=13231 mtu=1420 name=wg-home private-key="§K§"
+    /ppp secret
+    add name=roadwarrior password=§P§ profile=default-encryption service=l2tp
+    """,
+    K=WG_KEY,
+    P=PWGEN(12),
+    up=UP(9),
+)
+shape(
+    "openwrt-uci-show-wireless-key-and-sae",
+    """
+    root@OpenWrt:~# uci show wireless | grep -E 'ssid|encryption|key'
+    wireless.default_radio0.ssid='Hofmann-5G'
+    wireless.default_radio0.encryption='sae-mixed'
+    wireless.default_radio0.key='§P§'
+    wireless.default_radio1.ssid='Hofmann-Guest'
+    wireless.default_radio1.encryption='none'
+    """,
+    P=PERSON,
+)
+shape(
+    "pfsense-config-xml-openvpn-shared-key-and-ipsec-psk",
+    """
+    <ipsec>
+      <phase1>
+        <ikeid>1</ikeid>
+        <remote-gateway>§pub§</remote-gateway>
+        <authentication_method>pre_shared_key</authentication_method>
+        <pre-shared-key>§P§</pre-shared-key>
+      </phase1>
+    </ipsec>
+    """,
+    P=AN(40),
+)
+shape(
+    "opnsense-config-xml-unbound-dot-and-ddclient-password",
+    """
+    <OPNsense>
+      <DynDNS>
+        <accounts>
+          <account uuid="§uuid§">
+            <enabled>1</enabled>
+            <service>cloudflare</service>
+            <username>token</username>
+            <password>§T§</password>
+            <hostnames>home.acme.example</hostnames>
+          </account>
+        </accounts>
+      </DynDNS>
+    </OPNsense>
+    """,
+    T=CF_TOKEN,
+)
+shape(
+    "cisco-ios-running-config-username-password-0-and-snmp-community",
+    """
+    !
+    hostname branch-rtr-§n§
+    !
+    username netops privilege 15 password 0 §P§
+    !
+    snmp-server community §C§ RW 10
+    snmp-server location Branch §n§ comms room
+    !
+    """,
+    P=PWGEN(12),
+    C=AN(16),
+)
+shape(
+    "cisco-asa-tunnel-group-ipsec-attributes-pre-shared-key",
+    """
+    tunnel-group §pub§ type ipsec-l2l
+    tunnel-group §pub§ ipsec-attributes
+     ikev2 remote-authentication pre-shared-key §P§
+     ikev2 local-authentication pre-shared-key §P§
+    """,
+    P=AN(32),
+)
+shape(
+    "juniper-srx-ike-gateway-pre-shared-key-ascii-text-set",
+    """
+    set security ike policy ike-pol-aws mode main
+    set security ike policy ike-pol-aws proposals ike-prop-aws
+    set security ike policy ike-pol-aws pre-shared-key ascii-text "§P§"
+    set security ike gateway gw-aws ike-policy ike-pol-aws
+    """,
+    P=cat(lambda r: chars(r, string.ascii_letters + "._", 32)),
+)
+shape(
+    "ubiquiti-unifi-os-backup-json-radius-secret",
+    """
+    {"_id":"§hex12§§hex12§","name":"Corp-8021X","auth_servers":[{"ip":"§ip§","port":1812,"x_secret":"§S§"}],"acct_servers":[],"site_id":"§hex12§§hex12§"}
+    """,
+    S=AN(24),
+)
+shape(
+    "synology-dsm-task-scheduler-user-script-with-password",
+    """
+    # Control Panel > Task Scheduler > "offsite sync" > Run command
+    /usr/bin/rsync -az --delete /volume1/homes/ rsync://backup@§pub§:873/homes --password-file=<(echo '§P§')
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "qnap-hbs-job-json-remote-account-password",
+    """
+    {"job_name":"Photos to B2","type":"cloud","provider":"backblaze_b2","account":{"key_id":"§kid§","application_key":"§K§"},"schedule":"daily 02:00"}
+    """,
+    K=cat("K00", AN(28)),
+    kid=cat("00", HX(22)),
+)
+shape(
+    "truenas-midclt-call-cloudsync-credentials-create-output",
+    """
+    # midclt call cloudsync.credentials.create '{"name":"wasabi","provider":"S3","attributes":{"access_key_id":"§A§","secret_access_key":"§S§","endpoint":"s3.eu-central-2.wasabisys.com"}}'
+    {"id": §n§, "name": "wasabi", "provider": "S3"}
+    """,
+    A=UP(20),
+    S=AN(40),
+)
+shape(
+    "proxmox-pveum-user-token-add-output-table",
+    """
+    root@pve:~# pveum user token add terraform@pve provider --privsep 0
+    ┌──────────────┬──────────────────────────────────────┐
+    │ key          │ value                                │
+    ╞══════════════╪══════════════════════════════════════╡
+    │ full-tokenid │ terraform@pve!provider               │
+    ├──────────────┼──────────────────────────────────────┤
+    │ info         │ {"privsep":"0"}                      │
+    ├──────────────┼──────────────────────────────────────┤
+    │ value        │ §T§ │
+    └──────────────┴──────────────────────────────────────┘
+    """,
+    T=UUID,
+)
+shape(
+    "idrac-racadm-set-idrac-users-password",
+    """
+    $ racadm -r §ip§ -u root -p calvin set iDRAC.Users.2.Password §P§
+    [Key=iDRAC.Embedded.1#Users.2]
+    Object value modified successfully
+    """,
+    P=SYM(16, "!#%*+-=?@^_~."),
+)
+shape(
+    "hpe-ilo-redfish-curl-patch-account-password",
+    """
+    curl -k -u Administrator:§P§ -X PATCH https://ilo-§n§.mgmt.lan/redfish/v1/AccountService/Accounts/1 \\
+      -H 'Content-Type: application/json' -d '{"Password":"§Q§"}'
+    """,
+    P=UP(8),
+    Q=SYM(16, "!#%*+-=?@^_~."),
+)
+shape(
+    "supermicro-ipmicfg-user-setpwd",
+    """
+    [root@gpu-07 ~]# ipmicfg -user setpwd 2 §P§
+    Done.
+    [root@gpu-07 ~]# ipmicfg -user list
+     User ID | User Name       | Privilege Level
+           2 | ADMIN           | Administrator
+    """,
+    P=SYM(16, "!#%*+-=?@^_~."),
+)
+shape(
+    "ricoh-mfp-address-book-export-csv-smb-folder-password",
+    """
+    "Index","Name","Set General Settings","Folder: Protocol","Folder: Path","Folder: User Name","Folder: Password"
+    "00003","Accounts scans","1","SMB","\\\\\\\\fs01\\\\scans\\\\accounts","scanner","§P§"
+    """,
+    P=PERSON,
+)
+shape(
+    "hikvision-camera-rtsp-url-in-blue-iris-config-export",
+    """
+    [Cameras\\Garage]
+    ip=rtsp://admin:§P§@§lan§:554/Streaming/Channels/101
+    type=Hikvision
+    fps=15
+    """,
+    P=PERSON,
+)
+shape(
+    "onvif-device-manager-profile-xml-user-password",
+    """
+    <Device>
+      <Name>Reolink-Door</Name>
+      <Address>http://§lan§:8000/onvif/device_service</Address>
+      <Credentials><Username>onvif</Username><Password>§P§</Password></Credentials>
+    </Device>
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "yealink-provisioning-cfg-sip-account-password",
+    """
+    #!version:1.0.0.1
+    account.1.enable = 1
+    account.1.label = Reception
+    account.1.auth_name = 2001
+    account.1.user_name = 2001
+    account.1.password = §P§
+    account.1.sip_server.1.address = pbx.corp.example
+    """,
+    P=AN(16),
+)
+shape(
+    "polycom-phone-xml-reg-auth-password-attribute",
+    """
+    <PHONE_CONFIG>
+      <reg reg.1.address="2002" reg.1.auth.userId="2002" reg.1.auth.password="§P§" reg.1.label="Sales"/>
+      <voIpProt voIpProt.server.1.address="pbx.corp.example"/>
+    </PHONE_CONFIG>
+    """,
+    P=AN(16),
+)
+shape(
+    "kamailio-subscriber-table-insert-ha1-and-plain",
+    """
+    kamctl add 3005@voip.corp.example §P§
+    MySQL password for user 'kamailio@localhost':
+    new user '3005@voip.corp.example' added
+    """,
+    P=AN(14),
+)
+shape(
+    "freepbx-fwconsole-trunk-export-secret-column",
+    """
+    trunkid,name,tech,username,secret,host
+    2,provider-main,pjsip,§n3§§n3§,§S§,sip.provider.example
+    """,
+    S=AN(20),
+)
+
+# ---- long tail: game, streaming and media servers ---------------------------------------------------------------
+
+shape(
+    "minecraft-java-server-properties-enable-rcon-block",
+    """
+    #Minecraft server properties
+    enable-rcon=true
+    rcon.port=25575
+    rcon.password=§P§
+    motd=Family SMP
+    online-mode=true
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "palworld-settings-ini-admin-and-server-password",
+    """
+    [/Script/Pal.PalGameWorldSettings]
+    OptionSettings=(Difficulty=None,ServerName="Friends Pal",ServerPassword="§P§",AdminPassword="§Q§",PublicPort=8211,RCONEnabled=True,RCONPort=25575)
+    """,
+    P=PERSON,
+    Q=AN(20),
+)
+shape(
+    "rust-dedicated-server-startup-rcon-password-arg",
+    """
+    ./RustDedicated -batchmode +server.port 28015 +server.hostname "EU Weekly" +rcon.port 28016 +rcon.password "§P§" +rcon.web 1 +server.maxplayers 150
+    """,
+    P=AN(20),
+)
+shape(
+    "satisfactory-server-api-bearer-admin-token-curl",
+    """
+    curl -k https://§pub§:7777/api/v1 -H "Authorization: Bearer §T§" -H 'Content-Type: application/json' -d '{"function":"QueryServerState"}'
+    """,
+    T=cat("ewoJInBsIjogIkFQSVRva2VuIgp9.", HXU(128)),
+)
+shape(
+    "mumble-murmur-ini-serverpassword-and-ice-secret",
+    """
+    ; /etc/mumble-server.ini
+    database=/var/lib/mumble-server/mumble-server.sqlite
+    icesecretwrite=§S§
+    serverpassword=§P§
+    bandwidth=72000
+    users=50
+    """,
+    S=AN(24),
+    P=PERSON,
+)
+shape(
+    "icecast-xml-authentication-source-and-admin-password",
+    """
+    <authentication>
+        <source-password>§P§</source-password>
+        <admin-user>admin</admin-user>
+        <admin-password>§Q§</admin-password>
+    </authentication>
+    """,
+    P=AN(16),
+    Q=AN(16),
+)
+shape(
+    "obs-studio-service-json-stream-key-twitch",
+    """
+    {
+        "settings": {
+            "bwtest": false,
+            "key": "§K§",
+            "server": "auto",
+            "service": "Twitch"
+        },
+        "type": "rtmp_common"
+    }
+    """,
+    K=TWITCH_STREAM,
+)
+shape(
+    "ffmpeg-command-rtmp-youtube-stream-key-in-url",
+    """
+    ffmpeg -re -i loop.mp4 -c:v libx264 -preset veryfast -b:v 4500k -c:a aac -f flv "rtmp://a.rtmp.youtube.com/live2/§K§"
+    """,
+    K=YT_STREAM,
+)
+shape(
+    "srt-caller-url-passphrase-in-vmix-notes",
+    """
+    SRT output for the venue encoder:
+    srt://ingest.acme-live.example:9000?mode=caller&latency=400000&passphrase=§P§&pbkeylen=32
+    """,
+    P=AN(24),
+)
+shape(
+    "plex-preferences-xml-plex-online-token",
+    """
+    <?xml version="1.0" encoding="utf-8"?>
+    <Preferences MachineIdentifier="§uuid§" ProcessedMachineIdentifier="§sha§" FriendlyName="basement" PlexOnlineToken="§T§" PlexOnlineUsername="§user§" AcceptedEULA="1"/>
+    """,
+    T=PLEX,
+)
+shape(
+    "sonarr-v4-config-xml-apikey-with-forms-auth",
+    """
+    <Config>
+      <BindAddress>*</BindAddress>
+      <Port>8989</Port>
+      <ApiKey>§K§</ApiKey>
+      <AuthenticationMethod>Forms</AuthenticationMethod>
+      <Branch>main</Branch>
+    </Config>
+    """,
+    K=ARR,
+)
+shape(
+    "sabnzbd-ini-misc-api-key-and-nzb-key",
+    """
+    [misc]
+    api_key = §K§
+    nzb_key = §N§
+    [servers]
+    [[news.provider.example]]
+    username = §user§
+    """,
+    K=HX(32),
+    N=HX(32),
+)
+shape(
+    "qbittorrent-webui-api-login-curl-password-form",
+    """
+    curl -i --data "username=admin&password=§P§" http://§lan§:8080/api/v2/auth/login
+    HTTP/1.1 200 OK
+    set-cookie: SID=§hex12§§hex12§; HttpOnly; path=/
+    Ok.
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "jellyfin-api-key-in-jellyseerr-settings-json",
+    """
+    {"jellyfin":{"name":"Jellyfin","hostname":"§lan§","port":8096,"useSsl":false,"apiKey":"§K§","serverId":"§hex12§§hex12§"}}
+    """,
+    K=HX(32),
+)
+shape(
+    "navidrome-toml-lastfm-secret-and-spotify-secret",
+    """
+    MusicFolder = "/music"
+    LastFM.ApiKey = "§hex12§§hex12§§hex8§"
+    LastFM.Secret = "§S§"
+    Spotify.ID = "§hex12§§hex12§§hex8§"
+    Spotify.Secret = "§T§"
+    """,
+    S=HX(32),
+    T=HX(32),
+)
+
+# ---- long tail: smart home, energy, vehicles ---------------------------------------------------------------------
+
+shape(
+    "homebridge-hue-bridge-username-api-key-in-config",
+    """
+    {
+      "platform": "Hue",
+      "name": "Hue",
+      "hosts": ["§lan§"],
+      "users": {"ECB5FAFFFE§up§": "§K§"}
+    }
+    """,
+    K=HUE,
+    up=HXU(6),
+)
+shape(
+    "xiaomi-miio-device-token-in-home-assistant-yaml",
+    """
+    vacuum:
+      - platform: xiaomi_miio
+        host: §lan§
+        token: §T§
+        name: Roborock S8
+    """,
+    T=XIAOMI,
+)
+shape(
+    "switchbot-api-token-and-secret-python-sign",
+    """
+    token = "§T§"
+    secret = "§S§"
+    t = str(int(time.time() * 1000))
+    sign = base64.b64encode(hmac.new(secret.encode(), f"{token}{t}{nonce}".encode(), hashlib.sha256).digest())
+    """,
+    T=HX(96),
+    S=HX(32),
+)
+shape(
+    "enphase-envoy-local-jwt-curl-production-json",
+    """
+    curl -sk -H "Authorization: Bearer §T§" https://envoy.local/production.json?details=1 | jq '.production[1].wNow'
+    2412.7
+    """,
+    T=JWT({"aud": "12233§n3§", "iss": "Entrez", "enphaseUser": "owner", "exp": 1798761600}, "ES256"),
+)
+shape(
+    "octopus-energy-api-key-in-python-consumption-script",
+    """
+    API_KEY = "§K§"
+    MPAN = "§n3§§n3§§n3§§n3§"
+    r = requests.get(f"https://api.octopus.energy/v1/electricity-meter-points/{MPAN}/meters/§up§/consumption/", auth=(API_KEY, ""))
+    """,
+    K=OCTOPUS,
+    up=UP(10),
+)
+shape(
+    "tibber-graphql-token-curl-home-price",
+    """
+    curl -s https://api.tibber.com/v1-beta/gql -H "Authorization: Bearer §T§" -H 'Content-Type: application/json' \\
+      -d '{"query":"{viewer{homes{currentSubscription{priceInfo{current{total}}}}}}"}'
+    """,
+    T=UL(43),
+)
+shape(
+    "solaredge-monitoring-api-key-url-in-grafana-json-datasource",
+    """
+    "url": "https://monitoringapi.solaredge.com/site/§n3§§n3§/overview.json?api_key=§K§"
+    """,
+    K=UP(32),
+)
+shape(
+    "netatmo-client-secret-and-refresh-token-env",
+    """
+    NETATMO_CLIENT_ID=§hex12§§hex12§
+    NETATMO_CLIENT_SECRET=§S§
+    NETATMO_REFRESH_TOKEN=§R§
+    """,
+    S=AN(40),
+    R=cat(HX(24), "|", HX(32)),
+)
+shape(
+    "knx-keyring-password-in-xknx-yaml",
+    """
+    knx:
+      connection_type: tunneling_tcp_secure
+      host: §lan§
+      knxkeys_file_path: /config/.storage/knx/knx.knxkeys
+      knxkeys_password: "§P§"
+    """,
+    P=PERSON,
+)
+shape(
+    "loxone-miniserver-url-with-credentials-in-node-red",
+    """
+    msg.url = "http://admin:§P§@§lan§/jdev/sps/io/Garagentor/pulse";
+    return msg;
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "shelly-gen2-rpc-sys-setconfig-auth-curl",
+    """
+    curl -s --digest -u admin:§P§ http://§lan§/rpc/Shelly.GetStatus | jq .switch:0.apower
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "tesla-owner-api-refresh-token-in-teslamate-like-json",
+    """
+    {"access_token":"§hex8§.redacted-by-ui","refresh_token":"§R§","expires_in":28800,"token_type":"Bearer"}
+    """,
+    R=JWT({"iss": "https://auth.tesla.com/oauth2/v3", "scp": ["openid", "offline_access"]}, "RS256"),
+)
+shape(
+    "victron-vrm-api-token-header-curl-installations",
+    """
+    curl -s -H "X-Authorization: Token §T§" https://vrmapi.victronenergy.com/v2/users/§n3§§n3§/installations
+    """,
+    T=HX(64),
+)
+shape(
+    "octoprint-config-yaml-api-key-and-plugin-secret",
+    """
+    api:
+      key: §K§
+    plugins:
+      discovery:
+        upnpUuid: §uuid§
+    """,
+    K=HXU(32),
+)
+shape(
+    "prusa-link-api-key-in-slicer-physical-printer-ini",
+    """
+    [physical_printer:MK4 Workshop]
+    host_type = prusalink
+    print_host = §lan§
+    printhost_apikey = §K§
+    printhost_user = maker
+    """,
+    K=AN(16),
+)
+shape(
+    "esp32-arduino-sketch-const-char-wifi-and-mqtt",
+    """
+    const char* WIFI_SSID = "Workshop-IoT";
+    const char* WIFI_PASS = "§P§";
+    const char* MQTT_HOST = "§lan§";
+    const char* MQTT_PASS = "§Q§";
+    """,
+    P=PERSON,
+    Q=AN(20),
+)
+shape(
+    "lorawan-chirpstack-device-keys-nwk-key-json",
+    """
+    {"deviceKeys":{"devEui":"a84041§hex8§§n§","nwkKey":"§K§","appKey":"00000000000000000000000000000000"}}
+    """,
+    K=HXU(32),
+)
+
+# ---- long tail: crypto nodes and wallets ------------------------------------------------------------------------
+
+shape(
+    "bitcoin-conf-rpcuser-rpcpassword-plain",
+    """
+    # ~/.bitcoin/bitcoin.conf
+    server=1
+    txindex=1
+    rpcuser=electrs
+    rpcpassword=§P§
+    rpcallowip=§lan§/24
+    """,
+    P=AN(32),
+)
+shape(
+    "monero-wallet-rpc-systemd-execstart-rpc-login",
+    """
+    [Service]
+    ExecStart=/usr/local/bin/monero-wallet-rpc --wallet-file /srv/xmr/shop --password-file /srv/xmr/pw --rpc-bind-port 18083 --rpc-login shop:§P§ --daemon-address §lan§:18081
+    """,
+    P=AN(24),
+)
+shape(
+    "geth-keystore-unlock-password-file-cat-then-run",
+    """
+    $ cat /etc/geth/password.txt
+    §P§
+    $ geth --datadir /data/geth --unlock 0x§hex12§§hex12§§hex12§§hex12§ --password /etc/geth/password.txt --http
+    """,
+    P=PHRASE(5, " "),
+)
+shape(
+    "solana-cli-keypair-json-array-bytes",
+    """
+    $ cat ~/.config/solana/deployer.json
+    §K§
+    $ solana address -k ~/.config/solana/deployer.json
+    §hex12§§hex8§
+    """,
+    K=lambda r: "[" + ",".join(str(b) for b in r.randbytes(64)) + "]",
+)
+shape(
+    "hardhat-config-ts-accounts-private-key-literal",
+    """
+    const config: HardhatUserConfig = {
+      solidity: "0.8.28",
+      networks: {
+        base: {
+          url: "https://mainnet.base.org",
+          accounts: ["0x§K§"],
+        },
+      },
+    };
+    """,
+    K=HX(64),
+)
+shape(
+    "foundry-env-private-key-and-rpc-url-with-alchemy-key",
+    """
+    PRIVATE_KEY=0x§K§
+    RPC_URL=https://eth-mainnet.g.alchemy.com/v2/§A§
+    """,
+    K=HX(64),
+    A=UL(32),
+)
+shape(
+    "nostr-client-export-nsec-in-notes-app",
+    """
+    Nostr keys (backup, §day§)
+    npub1§lo§
+    §K§
+    """,
+    K=NSEC,
+    lo=lambda r: chars(r, _BECH, 58),
+)
+shape(
+    "lnbits-extension-admin-key-curl-create-invoice",
+    """
+    curl -X POST https://lnbits.home.arpa/api/v1/payments -d '{"out": false, "amount": 2100, "memo": "coffee"}' -H "X-Api-Key: §K§" -H "Content-type: application/json"
+    """,
+    K=HX(32),
+)
+
+# ---- long tail: science, statistics, notebooks, HPC --------------------------------------------------------------
+
+shape(
+    "r-renviron-file-api-keys",
+    """
+    # ~/.Renviron
+    R_LIBS_USER=~/R/library
+    CENSUS_API_KEY=§K§
+    GITHUB_PAT=§T§
+    """,
+    K=HX(40),
+    T=GHP,
+)
+shape(
+    "sas-libname-odbc-password-option",
+    """
+    libname dw odbc datasrc="DW_PROD" user="sas_etl" password="§P§" schema=marts;
+    proc sql;
+      select count(*) from dw.fact_sales;
+    quit;
+    """,
+    P=SYM(14, "!#%*+-=?@^_~."),
+)
+shape(
+    "stata-do-file-odbc-load-connectionstring-pwd",
+    """
+    odbc load, exec("SELECT * FROM survey_responses WHERE wave = 3") ///
+        connectionstring("DRIVER={PostgreSQL Unicode};SERVER=§host§;DATABASE=survey;UID=stata;PWD=§P§") clear
+    """,
+    P=AN(16),
+)
+shape(
+    "matlab-database-connection-call-with-password",
+    """
+    conn = database('lab_results', 'matlab_ro', '§P§', ...
+        'Vendor', 'PostgreSQL', 'Server', 'pg-main.internal', 'PortNumber', 5432);
+    data = fetch(conn, 'SELECT * FROM assays WHERE run_id = 418');
+    """,
+    P=PERSON,
+)
+shape(
+    "mathematica-urlexecute-headers-bearer",
+    """
+    resp = URLExecute[
+      HTTPRequest["https://api.wolframalpha.com/v2/query",
+        <|"Query" -> <|"input" -> "population of Nairobi", "appid" -> "§K§"|>|>],
+      "RawJSON"]
+    """,
+    K=cat(UP(6), "-", UP(10)),
+)
+shape(
+    "slurm-sbatch-script-export-wandb-and-hf",
+    """
+    #!/bin/bash
+    #SBATCH --job-name=ft-llama
+    #SBATCH --gres=gpu:8
+    #SBATCH --time=24:00:00
+    export HF_TOKEN=§H§
+    export WANDB_API_KEY=§W§
+    srun torchrun --nproc_per_node=8 train.py --config configs/ft.yaml
+    """,
+    H=HF,
+    W=HX(40),
+)
+shape(
+    "mlflow-tracking-env-basic-auth-password",
+    """
+    export MLFLOW_TRACKING_URI=https://mlflow.ml.lan
+    export MLFLOW_TRACKING_USERNAME=trainer
+    export MLFLOW_TRACKING_PASSWORD=§P§
+    python train.py --epochs 20
+    """,
+    P=SAFE(20),
+)
+shape(
+    "ray-job-submit-runtime-env-json-aws-keys-for-batch-infer",
+    """
+    ray job submit --address http://ray-head:8265 --runtime-env-json='{"env_vars": {"AWS_ACCESS_KEY_ID": "§A§", "AWS_SECRET_ACCESS_KEY": "§S§"}, "pip": ["boto3"]}' -- python batch_infer.py
+    """,
+    A=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "modal-toml-named-profile-token-id-and-token-secret",
+    """
+    # ~/.modal.toml
+    [acme]
+    token_id = "§I§"
+    token_secret = "§S§"
+    active = true
+    """,
+    I=MODAL_ID,
+    S=MODAL_SECRET,
+)
+shape(
+    "databricks-cfg-profile-token",
+    """
+    # ~/.databrickscfg
+    [DEFAULT]
+    host  = https://adb-§n3§§n3§§n3§.§n§.azuredatabricks.net
+    token = §T§
+    """,
+    T=DATABRICKS,
+)
+shape(
+    "qgis-auth-config-export-xml-basic-password",
+    """
+    <qgis_authentication>
+      <configuration id="§hex8§" name="GeoServer prod" method="Basic" version="2">
+        <config username="qgis_editor" password="§P§" realm=""/>
+      </configuration>
+    </qgis_authentication>
+    """,
+    P=PERSON,
+)
+shape(
+    "geoserver-rest-curl-u-admin-workspace",
+    """
+    curl -u admin:§P§ -XPOST -H "Content-type: text/xml" -d "<workspace><name>flood</name></workspace>" https://gis.corp.example/geoserver/rest/workspaces
+    """,
+    P=PERSON,
+)
+shape(
+    "labview-ini-like-instrument-config-with-ftp-password",
+    """
+    [Data Upload]
+    Server = ftp.lab.example
+    User = daq_upload
+    Password = §P§
+    Interval_s = 300
+    """,
+    P=PWGEN(10),
+)
+
+# ---- long tail: mainframe, ERP and enterprise niches --------------------------------------------------------------
+
+shape(
+    "sap-rfc-pyrfc-connection-dict-passwd",
+    """
+    from pyrfc import Connection
+
+    conn = Connection(ashost="sapprd.corp.example", sysnr="00", client="100", user="RFC_BI", passwd="§P§", lang="EN")
+    result = conn.call("STFC_CONNECTION", REQUTEXT="ping")
+    """,
+    P=SYM(12, "!#%*+-=?@^_~."),
+)
+shape(
+    "sap-btp-service-key-json-clientsecret",
+    """
+    {
+      "uaa": {
+        "clientid": "sb-§uuid§!b§n3§|xsuaa!b§n2§",
+        "clientsecret": "§S§",
+        "url": "https://acme-prod.authentication.eu10.hana.ondemand.com"
+      },
+      "url": "https://api.cf.eu10.hana.ondemand.com"
+    }
+    """,
+    S=cat(UUID, "$", UL(43), "="),
+)
+shape(
+    "oracle-ebs-wallet-less-dbc-file-apps-password",
+    """
+    # $FND_SECURE/PROD.dbc
+    APPS_JDBC_URL=jdbc\\:oracle\\:thin\\:@(DESCRIPTION=(ADDRESS=(PROTOCOL=tcp)(HOST=ebsdb.corp.example)(PORT=1521))(CONNECT_DATA=(SERVICE_NAME=PROD)))
+    GWYUID=APPLSYSPUB/PUB
+    APPS_PASSWORD=§P§
+    """,
+    P=AN(12),
+)
+shape(
+    "dynamics-365-connection-string-clientsecret-authtype",
+    """
+    "Dataverse": "AuthType=ClientSecret;Url=https://acme.crm4.dynamics.com;ClientId=§uuid§;ClientSecret=§S§"
+    """,
+    S=AZ_SECRET,
+)
+shape(
+    "salesforce-sfdx-auth-url-force-refresh-token",
+    """
+    $ sf org display --target-org prod --verbose --json | jq -r .result.sfdxAuthUrl
+    force://PlatformCLI::§R§@acme.my.salesforce.com
+    """,
+    R=cat("5Aep861", UL(80)),
+)
+shape(
+    "netsuite-tba-credentials-python-oauth1",
+    """
+    auth = OAuth1(
+        client_key="§hex12§§hex12§§hex12§§hex12§§hex12§§hex8§",
+        client_secret="§C§",
+        resource_owner_key="§hex12§§hex12§§hex12§§hex12§§hex12§§hex8§",
+        resource_owner_secret="§R§",
+        realm="§n3§§n3§",
+        signature_method="HMAC-SHA256",
+    )
+    """,
+    C=HX(64),
+    R=HX(64),
+)
+shape(
+    "zos-ftp-netrc-mainframe-tso-password",
+    """
+    machine mvs1.corp.example login TSOU01 password §P§
+    macdef init
+    quote site recfm=fb lrecl=80
+    """,
+    P=lambda r: chars(r, string.ascii_uppercase, 2) + chars(r, string.digits + string.ascii_uppercase, 6),
+)
+shape(
+    "cics-transaction-gateway-ctg-ini-password",
+    """
+    SECTION IPICSERVER = CICSPROD
+       HOSTNAME=cics.corp.example
+       PORT=1435
+       USERID=CTGUSER
+       PASSWORD=§P§
+    ENDSECTION
+    """,
+    P=lambda r: up(r, 8),
+)
+shape(
+    "sap-hana-xs-advanced-xs-login-password-flag",
+    """
+    xs login -a https://hxehost:39030 -u XSA_ADMIN -p §P§ -o HANAExpress -s development
+    """,
+    P=SYM(14, "!#%*+-=?@^_~."),
+)
+shape(
+    "peoplesoft-psappsrv-cfg-userpswd-connectpswd",
+    """
+    [Startup]
+    DBName=HRPRD
+    DBType=ORACLE
+    UserId=PS
+    UserPswd=§P§
+    ConnectId=people
+    ConnectPswd=§Q§
+    """,
+    P=AN(10),
+    Q=AN(10),
+)
+shape(
+    "informatica-infacmd-password-flag",
+    """
+    infacmd.sh isp ListServices -dn Domain_Prod -un Administrator -pd '§P§' -st DIS
+    """,
+    P=SYM(14, "!#%*+-=?@^_~."),
+)
+shape(
+    "tableau-server-tsm-login-password-flag",
+    """
+    tsm login -s https://tableau.corp.example:8850 -u tabadmin -p '§P§'
+    tsm status -v
+    """,
+    P=SYM(16, "!#%*+-=?@^_~."),
+)
+shape(
+    "boomi-atom-container-properties-shared-secret",
+    """
+    com.boomi.container.cloudlet.clusterConfigSecret=§S§
+    com.boomi.container.sharedServer.http.port=9090
+    """,
+    S=B64(24),
+)
+shape(
+    "mulesoft-secure-properties-plain-left-in-yaml",
+    """
+    salesforce:
+      username: "integration@acme.example"
+      password: "§P§"
+      securityToken: "§T§"
+    """,
+    P=PERSON,
+    T=AN(24),
+)
+
+# ---- long tail: unusual layouts and odd tools ---------------------------------------------------------------------
+
+shape(
+    "fixed-width-legacy-report-columns-with-password",
+    """
+    ACCOUNT   SYSTEM        USERID      PASSWORD            EXPIRES
+    --------- ------------- ----------- ------------------- ----------
+    §n3§      GL-LEDGER     GLBATCH     §P§            2026-12-31
+    """,
+    P=AN(12),
+)
+shape(
+    "yaml-flow-mapping-one-line-credentials",
+    """
+    smtp: {host: smtp.gmail.com, port: 587, user: alerts@acme.example, pass: §P§, tls: true}
+    """,
+    P=lambda r: " ".join(chars(r, string.ascii_lowercase, 4) for _ in range(4)),
+)
+shape(
+    "toml-inline-table-registry-auth",
+    """
+    registries = { corp = { index = "sparse+https://cargo.corp.example/index/", token = "Bearer §T§" } }
+    """,
+    T=AN(40),
+)
+shape(
+    "ini-value-on-continuation-line-after-key",
+    """
+    [upload]
+    endpoint = https://uploads.corp.example
+    token =
+        §T§
+    retries = 3
+    """,
+    T=UL(48),
+)
+shape(
+    "windows-reg-file-putty-proxy-password",
+    """
+    Windows Registry Editor Version 5.00
+
+    [HKEY_CURRENT_USER\\Software\\SimonTatham\\PuTTY\\Sessions\\jump-host]
+    "HostName"="jump.corp.example"
+    "ProxyMethod"=dword:00000003
+    "ProxyUsername"="§user§"
+    "ProxyPassword"="§P§"
+    """,
+    P=PERSON,
+)
+shape(
+    "macos-plist-defaults-read-app-api-token",
+    """
+    $ defaults read com.acme.menubar-monitor
+    {
+        APIToken = "§T§";
+        LaunchAtLogin = 1;
+        PollInterval = 60;
+    }
+    """,
+    T=AN(40),
+)
+shape(
+    "keytool-importpass-storepass-and-keypass-flags",
+    """
+    keytool -importkeystore -srckeystore wildcard.p12 -srcstoretype PKCS12 -srcstorepass '§P§' \\
+      -destkeystore /opt/app/keystore.jks -deststorepass '§Q§' -alias wildcard
+    """,
+    P=PERSON,
+    Q=SAFE(20),
+)
+shape(
+    "openssl-pkcs12-export-passout-pass-arg",
+    """
+    openssl pkcs12 -export -in cert.pem -inkey key.pem -out client.p12 -name "acme-client" -passout pass:§P§
+    """,
+    P=SAFE(18),
+)
+shape(
+    "openssl-enc-aes-pass-arg-backup-script",
+    """
+    tar czf - /etc /srv/app | openssl enc -aes-256-cbc -pbkdf2 -salt -pass pass:'§P§' -out /backups/etc-$(date +%F).tgz.enc
+    """,
+    P=PHRASE(4, "-"),
+)
+shape(
+    "gpg-batch-passphrase-decrypt-in-cron",
+    """
+    15 3 * * * gpg --batch --yes --pinentry-mode loopback --passphrase '§P§' -d /srv/feeds/in/*.pgp > /srv/feeds/in/latest.csv
+    """,
+    P=PHRASE(5, " "),
+)
+shape(
+    "putty-ppk-v3-unencrypted-private-lines",
+    """
+    PuTTY-User-Key-File-3: ssh-ed25519
+    Encryption: none
+    Comment: deploy@ci
+    Public-Lines: 2
+    AAAAC3NzaC1lZDI1NTE5AAAAI§hex12§§hex12§§hex8§
+    §hex12§
+    Private-Lines: 1
+    §K§
+    Private-MAC: §sha256§
+    """,
+    K=cat("AAAAI", B64(27)),
+)
+shape(
+    "openssh-private-key-in-gitlab-ci-variable-echo",
+    """
+    $ echo "$SSH_DEPLOY_KEY"
+    §K§
+    $ ssh-add - <<< "$SSH_DEPLOY_KEY"
+    Identity added: (stdin) (deploy@gitlab)
+    """,
+    K=OSSH,
+)
+shape(
+    "pem-rsa-private-key-inside-json-escaped-newlines",
+    """
+    {"name":"github-app","app_id":§n3§,"private_key":"§K§"}
+    """,
+    K=lambda r: pem(r, "RSA PRIVATE KEY", "MIIEpAIBAAKCAQEA", 5).replace("\n", "\\n"),
+)
+shape(
+    "ec-private-key-pem-in-helm-values-block-scalar",
+    """
+    jwt:
+      issuer: https://auth.acme.example
+      signingKey: |
+    §K§
+    """,
+    K=lambda r: textwrap.indent(pem(r, "EC PRIVATE KEY", "MHcCAQEEI", 2), "    "),
+)
+shape(
+    "age-identity-in-sops-keys-txt",
+    """
+    # created: §ts§
+    # public key: age1§lo§
+    §K§
+    """,
+    K=AGE_KEY,
+    lo=lambda r: chars(r, _BECH, 58),
+)
+shape(
+    "minisign-unencrypted-secret-key-file",
+    """
+    untrusted comment: minisign secret key (unencrypted)
+    §K§
+    """,
+    K=cat("RWQAAEIyAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", B64(72)),
+)
+shape(
+    "wireguard-peer-config-in-qr-text-note",
+    """
+    [Interface]
+    PrivateKey = §K§
+    Address = 10.8.0.§n§/32
+    DNS = 10.8.0.1
+
+    [Peer]
+    PublicKey = §pubk§
+    Endpoint = vpn.home.arpa:51820
+    AllowedIPs = 0.0.0.0/0
+    """,
+    K=WG_KEY,
+    pubk=B64(32),
+)
+shape(
+    "openvpn-client-auth-file-sudo-cat-then-systemctl-start",
+    """
+    $ sudo cat /etc/openvpn/client/corp.auth
+    §user§
+    §P§
+    $ sudo systemctl start openvpn-client@corp
+    """,
+    P=PERSON,
+)
+shape(
+    "strongswan-swanctl-conf-secrets-eap-and-ike",
+    """
+    secrets {
+      ike-branch {
+        id = branch.corp.example
+        secret = "§S§"
+      }
+      eap-alice {
+        id = alice
+        secret = "§P§"
+      }
+    }
+    """,
+    S=B64(32),
+    P=PERSON,
+)
+shape(
+    "tor-onion-client-auth-private-key-file",
+    """
+    # /var/lib/tor/onion_auth/admin.auth_private
+    §lo§:descriptor:x25519:§K§
+    """,
+    K=lambda r: chars(r, _B32S, 52),
+    lo=lambda r: chars(r, "abcdefghijklmnopqrstuvwxyz234567", 56),
+)
+@cred("base64-wrapped-k8s-secret-data-with-decoded-review-comment")
+def _k8s_b64_review(rng: random.Random) -> Made:
+    p = safe(rng, 20)
+    b = base64.b64encode(p.encode()).decode()
+    return out(
+        f"""
+        # decoded for review (do not commit!): echo {b} | base64 -d
+        # -> {p}
+        apiVersion: v1
+        kind: Secret
+        metadata: {{name: smtp}}
+        data:
+          password: {b}
+        """,
+        p,
+        b,
+    )
+
 # >>> END OF SHAPES
 
 
