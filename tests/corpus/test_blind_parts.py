@@ -47,7 +47,7 @@ PARTS: list[tuple[ModuleType, int, int]] = [
     (holdout14, 330, 50),
     (holdout15, 360, 55),
     (holdout16, 400, 62),
-    (holdout17, 180, 0),
+    (holdout17, 450, 70),
 ]
 WRITTEN_BEFORE = [tune, holdout]
 IDS = [part.__name__.split(".")[-2] for part, _, _ in PARTS]

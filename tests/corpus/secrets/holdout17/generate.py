@@ -37,7 +37,7 @@ Clean documents hold no credential but look-alikes: hashes, ids, UUIDs, commit S
 references, token counts, public keys, ciphertexts, prose about passwords and configs of non-secret settings.
 
 SEED = 2026120617. `documents(seed)` (alias `generate`) gives one document per credential shape, then the clean
-ones.
+ones: 451 credential shapes planting 512 values, and 71 clean documents.
 """
 
 from __future__ import annotations
@@ -216,7 +216,9 @@ def jwt(rng: random.Random, claims: dict, alg: str = "HS256") -> str:
     return f"{seg({'alg': alg, 'typ': 'JWT'})}.{seg(claims)}.{b64u(rng, size)}"
 
 
-def pem(rng: random.Random, kind: str = "PRIVATE KEY", head: str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", n: int = 6) -> str:
+def pem(
+    rng: random.Random, kind: str = "PRIVATE KEY", head: str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", n: int = 6
+) -> str:
     lines = [(head + b64(rng, 60))[:64]] + [b64(rng, 48) for _ in range(n - 1)] + [b64(rng, 19)]
     return "\n".join([f"-----BEGIN {kind}-----", *lines, f"-----END {kind}-----"])
 
@@ -449,7 +451,11 @@ TELEGRAM_BOT = cat(DG(10), ":AA", UL(33))
 AGE_KEY = cat("AGE-SECRET-KEY-1", lambda r: chars(r, _BECH.upper(), 58))
 WG_KEY = B64(32)
 DISCORD_BOT = lambda r: (  # noqa: E731
-    base64.b64encode(str(r.randint(10**17, 10**18)).encode()).decode().rstrip("=") + "." + ul(r, 6) + "." + ul(r, 38)
+    base64.b64encode(str(r.randint(10**17, 10**18)).encode()).decode().rstrip("=")
+    + "."
+    + ul(r, 6)
+    + "."
+    + ul(r, 38)
 )
 JFROG = cat("cmVmdGtuOjAxOjE3", AN(48))
 SNYK = UUID
@@ -503,7 +509,11 @@ _HOSTS = (
 
 
 def _user(rng: random.Random) -> str:
-    return rng.choice(_FIRST) + rng.choice(["", ".", "_"]) + rng.choice(["ops", "dev", "svc", "app", str(rng.randint(2, 99))])
+    return (
+        rng.choice(_FIRST)
+        + rng.choice(["", ".", "_"])
+        + rng.choice(["ops", "dev", "svc", "app", str(rng.randint(2, 99))])
+    )
 
 
 def _when(rng: random.Random) -> str:
@@ -545,7 +555,9 @@ _NOISE: dict[str, Maker] = {
     "span": lambda r: r.randbytes(8).hex(),
     "acct": lambda r: dg(r, 12),
     "ticket": lambda r: str(r.randint(10000, 99999)),
-    "email": lambda r: _user(r).replace("_", ".") + "@" + r.choice(["example.com", "example.org", "corp.example"]),
+    "email": lambda r: (
+        _user(r).replace("_", ".") + "@" + r.choice(["example.com", "example.org", "corp.example"])
+    ),
     "ver": lambda r: f"{r.randint(0, 9)}.{r.randint(0, 40)}.{r.randint(0, 20)}",
     "hex8": lambda r: r.randbytes(4).hex(),
     "hex12": lambda r: r.randbytes(6).hex(),
@@ -1153,9 +1165,9 @@ shape(
     "teamcity-build-log-step-parameters-reference-resolved",
     """
     [§hms§]i: Step 2/4: Publish (Command Line)
-    [§hms§] : 	[Step 2/4] Starting: /opt/buildagent/temp/agentTmp/custom_script§n3§.sh
-    [§hms§] : 	[Step 2/4] + dotnet nuget push ./out/*.nupkg --api-key §K§ --source https://api.nuget.org/v3/index.json
-    [§hms§] : 	[Step 2/4] Pushing Acme.Client.§ver§.nupkg to 'https://www.nuget.org/api/v2/package'...
+    [§hms§] : \t[Step 2/4] Starting: /opt/buildagent/temp/agentTmp/custom_script§n3§.sh
+    [§hms§] : \t[Step 2/4] + dotnet nuget push ./out/*.nupkg --api-key §K§ --source https://api.nuget.org/v3/index.json
+    [§hms§] : \t[Step 2/4] Pushing Acme.Client.§ver§.nupkg to 'https://www.nuget.org/api/v2/package'...
     """,
     K=NUGET,
 )
@@ -1412,7 +1424,7 @@ shape(
     ci_post_clone.sh
     + echo 'Writing Secrets.xcconfig'
     + echo 'REVENUECAT_API_KEY = §K§'
-    + echo 'SENTRY_DSN = https://§hex12§§hex12§@o§n3§.ingest.us.sentry.io/§n3§'
+    + echo 'SENTRY_ORG = acme-mobile'
     ** ARCHIVE SUCCEEDED **
     """,
     K=cat("sk_", AN(28)),
@@ -2451,12 +2463,12 @@ shape(
 shape(
     "charles-proxy-overview-tab-url-access-token",
     """
-    URL	https://api.mapbox.com/directions/v5/mapbox/driving/13.40,52.52;13.45,52.50?access_token=§T§
-    Status	Complete
-    Response Code	200 OK
-    Protocol	HTTP/2.0
-    Method	GET
-    Kept Alive	Yes
+    URL\thttps://api.mapbox.com/directions/v5/mapbox/driving/13.40,52.52;13.45,52.50?access_token=§T§
+    Status\tComplete
+    Response Code\t200 OK
+    Protocol\tHTTP/2.0
+    Method\tGET
+    Kept Alive\tYes
     """,
     T=MAPBOX_SK,
 )
@@ -2622,14 +2634,14 @@ shape(
     package main
 
     import (
-    	"github.com/stripe/stripe-go/v82"
-    	"github.com/stripe/stripe-go/v82/customer"
+    \t"github.com/stripe/stripe-go/v82"
+    \t"github.com/stripe/stripe-go/v82/customer"
     )
 
     func main() {
-    	stripe.Key = "§K§"
-    	c, _ := customer.Get("cus_§up§", nil)
-    	println(c.Email)
+    \tstripe.Key = "§K§"
+    \tc, _ := customer.Get("cus_§up§", nil)
+    \tprintln(c.Email)
     }
     """,
     K=STRIPE_SK,
@@ -2982,7 +2994,7 @@ shape(
     api := slack.New("§T§", slack.OptionDebug(false))
     _, _, err := api.PostMessage("C§up§", slack.MsgOptionText("deploy finished", false))
     if err != nil {
-    	log.Fatal(err)
+    \tlog.Fatal(err)
     }
     """,
     T=SLACK_BOT,
@@ -3198,7 +3210,7 @@ shape(
     QDB_URL := postgresql://admin:§P§@questdb.data.lan:8812/qdb
 
     ingest-check:
-    	psql "$(QDB_URL)" -c "SELECT count() FROM trades WHERE timestamp > dateadd('h', -1, now());"
+    \tpsql "$(QDB_URL)" -c "SELECT count() FROM trades WHERE timestamp > dateadd('h', -1, now());"
     """,
     P=SAFE(16),
 )
@@ -3255,7 +3267,17 @@ shape(
     §S§
     ------END USER NKEY SEED------
     """,
-    J=JWT({"jti": "X7Q2", "iat": 1767225600, "iss": "ACZ", "name": "orders", "sub": "UDX", "nats": {"type": "user"}}, "ed25519-nkey"),
+    J=JWT(
+        {
+            "jti": "X7Q2",
+            "iat": 1767225600,
+            "iss": "ACZ",
+            "name": "orders",
+            "sub": "UDX",
+            "nats": {"type": "user"},
+        },
+        "ed25519-nkey",
+    ),
     S=cat("SUA", lambda r: chars(r, _B32S, 55)),
 )
 shape(
@@ -3294,8 +3316,8 @@ shape(
     "ftp-url-with-userinfo-in-lftp-bookmarks",
     """
     # ~/.local/share/lftp/bookmarks
-    supplier-feed	ftp://feeds:§P§@ftp.supplier.example/outgoing/
-    mirror-old	sftp://mirror@files.corp.example/srv/mirror
+    supplier-feed\tftp://feeds:§P§@ftp.supplier.example/outgoing/
+    mirror-old\tsftp://mirror@files.corp.example/srv/mirror
     """,
     P=PWGEN(10),
 )
@@ -3782,7 +3804,7 @@ shape(
     "kotlin-exception-message-with-okhttp-request-tostring",
     """
     java.io.IOException: Unexpected code Response{protocol=h2, code=401, message=, url=https://api.openai.com/v1/embeddings}
-    	at com.acme.search.Embedder.embed(Embedder.kt:58)
+    \tat com.acme.search.Embedder.embed(Embedder.kt:58)
     Request{method=POST, url=https://api.openai.com/v1/embeddings, headers=[Authorization:Bearer §K§, Content-Type:application/json]}
     """,
     K=OPENAI_SVC,
@@ -5377,6 +5399,8 @@ shape(
     K=lambda r: chars(r, _B32S, 52),
     lo=lambda r: chars(r, "abcdefghijklmnopqrstuvwxyz234567", 56),
 )
+
+
 @cred("base64-wrapped-k8s-secret-data-with-decoded-review-comment")
 def _k8s_b64_review(rng: random.Random) -> Made:
     p = safe(rng, 20)
@@ -5394,6 +5418,1172 @@ def _k8s_b64_review(rng: random.Random) -> Made:
         p,
         b,
     )
+
+
+# ---- long tail: social, media APIs, hobby and niche services -----------------------------------------------------
+
+shape(
+    "bluesky-app-password-in-python-atproto-login",
+    """
+    from atproto import Client
+
+    client = Client()
+    client.login("acme-status.bsky.social", "§P§")
+    client.send_post("Scheduled maintenance tonight 22:00–23:00 UTC")
+    """,
+    P=BSKY_APP,
+)
+shape(
+    "mastodon-py-access-token-constructor",
+    """
+    from mastodon import Mastodon
+
+    m = Mastodon(access_token="§T§", api_base_url="https://fosstodon.org")
+    m.status_post("New release v§ver§ is out!")
+    """,
+    T=UL(43),
+)
+shape(
+    "matrix-nio-client-access-token-attribute",
+    """
+    client = AsyncClient("https://matrix.corp.example", "@alertbot:corp.example")
+    client.access_token = "§T§"
+    client.device_id = "§up§"
+    await client.room_send(room_id, "m.room.message", {"msgtype": "m.text", "body": "disk 92%"})
+    """,
+    T=MATRIX,
+    up=UP(10),
+)
+shape(
+    "reddit-praw-ini-script-app-password-and-secret",
+    """
+    [modbot]
+    client_id=§lo§
+    client_secret=§S§
+    username=acme_modbot
+    password=§P§
+    user_agent=acme-modbot/1.0
+    """,
+    S=UL(30),
+    P=PERSON,
+    lo=UL(22),
+)
+shape(
+    "steam-web-api-key-in-discord-bot-config-json",
+    """
+    {"prefix": "!", "steamApiKey": "§K§", "guildId": "§n3§§n3§§n3§§n3§"}
+    """,
+    K=STEAM,
+)
+shape(
+    "riot-api-key-in-league-stats-script-header",
+    """
+    HEADERS = {"X-Riot-Token": "§K§"}
+    r = requests.get(f"https://europe.api.riotgames.com/riot/account/v1/accounts/by-riot-id/{name}/{tag}", headers=HEADERS)
+    """,
+    K=RIOT,
+)
+shape(
+    "spotify-client-credentials-env-in-raycast-extension",
+    """
+    SPOTIFY_CLIENT_ID=§hex12§§hex12§§hex8§
+    SPOTIFY_CLIENT_SECRET=§S§
+    SPOTIFY_REDIRECT_URI=http://127.0.0.1:8888/callback
+    """,
+    S=HX(32),
+)
+shape(
+    "strava-refresh-token-in-garmin-sync-config-yaml",
+    """
+    strava:
+      client_id: §n3§§n2§
+      client_secret: §S§
+      refresh_token: §R§
+    """,
+    S=HX(40),
+    R=HX(40),
+)
+shape(
+    "tmdb-v4-read-access-token-in-jellyfin-plugin-xml",
+    """
+    <PluginConfiguration>
+      <TmdbApiKey>§K§</TmdbApiKey>
+      <IncludeAdult>false</IncludeAdult>
+    </PluginConfiguration>
+    """,
+    K=JWT(
+        {"aud": "§hex12§", "nbf": 1767225600, "sub": "§hex12§", "scopes": ["api_read"], "version": 1}, "HS256"
+    ),
+)
+shape(
+    "discogs-user-token-in-beets-config-yaml",
+    """
+    plugins: discogs fetchart lyrics
+    discogs:
+      user_token: §T§
+    fetchart:
+      auto: yes
+    """,
+    T=AN(40),
+)
+shape(
+    "lastfm-session-key-in-scrobbler-ini",
+    """
+    [lastfm]
+    api_key = §hex12§§hex12§§hex8§
+    api_secret = §S§
+    session_key = §K§
+    """,
+    S=HX(32),
+    K=AN(32),
+)
+shape(
+    "todoist-api-token-in-alfred-workflow-plist",
+    """
+    <key>variables</key>
+    <dict>
+        <key>TODOIST_TOKEN</key>
+        <string>§T§</string>
+        <key>DEFAULT_PROJECT</key>
+        <string>Inbox</string>
+    </dict>
+    """,
+    T=HX(40),
+)
+shape(
+    "ynab-personal-access-token-in-budget-export-script",
+    """
+    #!/usr/bin/env bash
+    YNAB_TOKEN="§T§"
+    curl -s -H "Authorization: Bearer $YNAB_TOKEN" https://api.ynab.com/v1/budgets/last-used/transactions?since_date=$(date -d '-30 days' +%F) > tx.json
+    """,
+    T=UL(43),
+)
+shape(
+    "pushover-app-token-and-user-key-curl",
+    """
+    curl -s --form-string "token=§T§" --form-string "user=§U§" --form-string "message=Backup finished on nas" https://api.pushover.net/1/messages.json
+    """,
+    T=LO(30),
+    U=LO(30),
+)
+shape(
+    "healthchecks-io-ping-url-with-uuid-in-crontab",
+    """
+    0 2 * * * /usr/local/bin/backup.sh && curl -fsS -m 10 --retry 5 -o /dev/null https://hc-ping.com/§U§
+    """,
+    U=UUID,
+)
+shape(
+    "ntfy-server-yml-auth-default-and-user-token",
+    """
+    # /etc/ntfy/server.yml
+    base-url: https://ntfy.home.arpa
+    auth-file: /var/lib/ntfy/user.db
+    auth-default-access: deny-all
+    # token for the backup script: §T§
+    """,
+    T=cat("tk_", LO(29)),
+)
+shape(
+    "gotify-client-token-in-android-tasker-http-action",
+    """
+    Task: Notify Gotify
+    A1: HTTP Request [ Method:POST URL:https://push.home.arpa/message?token=§T§ Headers:Content-Type:application/json Body:{"title":"Phone","message":"%BATT% battery"} ]
+    """,
+    T=cat("A", UL(14)),
+)
+shape(
+    "apprise-url-telegram-bot-token-in-changedetection-notification",
+    """
+    Notification URL list:
+    tgram://§T§/-100§n3§§n3§/
+    mailto://alerts:§P§@smtp.fastmail.com?to=me@example.org
+    """,
+    T=TELEGRAM_BOT,
+    P=LO(16),
+)
+shape(
+    "immich-api-key-in-cli-upload-command",
+    """
+    immich login https://photos.home.arpa/api §K§
+    immich upload --recursive /mnt/phone-backup/DCIM
+    """,
+    K=AN(43),
+)
+shape(
+    "paperless-ngx-api-token-curl-documents",
+    """
+    curl -s -H "Authorization: Token §T§" "https://paperless.home.arpa/api/documents/?query=invoice+2026" | jq '.count'
+    """,
+    T=HX(40),
+)
+shape(
+    "vaultwarden-admin-panel-token-in-compose-env",
+    """
+    services:
+      vaultwarden:
+        image: vaultwarden/server:latest
+        environment:
+          DOMAIN: https://vault.home.arpa
+          SIGNUPS_ALLOWED: "false"
+          ADMIN_TOKEN: §T§
+    """,
+    T=B64(48),
+)
+shape(
+    "nextcloud-config-php-dbpassword-and-secret",
+    """
+    <?php
+    $CONFIG = array (
+      'instanceid' => 'oc§lo§',
+      'passwordsalt' => '§S§',
+      'secret' => '§T§',
+      'dbtype' => 'pgsql',
+      'dbuser' => 'oc_admin',
+    );
+    """,
+    S=UL(30),
+    T=UL(48),
+    lo=LO(10),
+)
+shape(
+    "gitea-runner-config-yaml-registration-file-token",
+    """
+    # .runner (written by act_runner register)
+    {
+      "WARNING": "This file is automatically generated by act-runner. Do not edit it manually unless you know what you are doing.",
+      "id": §n§,
+      "uuid": "§uuid§",
+      "name": "runner-§n§",
+      "token": "§T§",
+      "address": "https://git.home.arpa"
+    }
+    """,
+    T=HX(40),
+)
+shape(
+    "adguard-home-yaml-users-plain-password-mistake",
+    """
+    users:
+      - name: admin
+        password: §P§   # TODO: replace with bcrypt from htpasswd
+    http:
+      address: 0.0.0.0:3000
+    """,
+    P=PERSON,
+)
+shape(
+    "pihole-cli-setpassword-command-history",
+    """
+      214  pihole setpassword '§P§'
+      215  pihole -g
+      216  pihole status
+    """,
+    P=PERSON,
+)
+shape(
+    "home-assistant-configuration-yaml-rest-sensor-inline-header",
+    """
+    sensor:
+      - platform: rest
+        name: Octopus tariff
+        resource: https://api.octopus.energy/v1/products/AGILE-24-10-01/
+        headers:
+          Authorization: Basic §B§
+        value_template: "{{ value_json.display_name }}"
+    """,
+    B=lambda r: basic(OCTOPUS(r), ""),
+)
+shape(
+    "zwave-js-ui-settings-json-s2-keys",
+    """
+    {"zwave": {"port": "/dev/ttyUSB0", "securityKeys": {"S2_Unauthenticated": "§K§", "S0_Legacy": "§L§"}}}
+    """,
+    K=HXU(32),
+    L=HXU(32),
+)
+shape(
+    "traccar-xml-config-database-password-entry",
+    """
+    <entry key='database.driver'>org.postgresql.Driver</entry>
+    <entry key='database.url'>jdbc:postgresql://localhost/traccar</entry>
+    <entry key='database.user'>traccar</entry>
+    <entry key='database.password'>§P§</entry>
+    """,
+    P=SAFE(18),
+)
+shape(
+    "fr24feed-ini-adsb-sharing-key-beside-receiver-settings",
+    """
+    receiver="beast-tcp"
+    fr24key="§K§"
+    host="127.0.0.1:30005"
+    bs="no"
+    raw="no"
+    mlat="yes"
+    mlat-without-gps="yes"
+    """,
+    K=HX(16),
+)
+shape(
+    "weewx-conf-stdrestful-wunderground-password",
+    """
+    [StdRESTful]
+        [[Wunderground]]
+            enable = true
+            station = IBERLIN§n3§
+            password = §P§
+            rapidfire = False
+    """,
+    P=AN(8),
+)
+shape(
+    "ham-echolink-proxy-conf-password",
+    """
+    # EchoLink proxy (ELProxy.conf)
+    Password=§P§
+    RegistrationName=Club proxy §n§
+    RegistrationComment=Berlin
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "kodi-advancedsettings-mysql-videodatabase-pass",
+    """
+    <advancedsettings>
+      <videodatabase>
+        <type>mysql</type>
+        <host>§lan§</host>
+        <port>3306</port>
+        <user>kodi</user>
+        <pass>§P§</pass>
+      </videodatabase>
+    </advancedsettings>
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "retroarch-cfg-cheevos-password-and-netplay",
+    """
+    cheevos_enable = "true"
+    cheevos_username = "§user§"
+    cheevos_password = "§P§"
+    netplay_password = "§Q§"
+    """,
+    P=PERSON,
+    Q=PWGEN(10),
+)
+shape(
+    "garmin-connect-python-login-email-password-literal",
+    """
+    from garminconnect import Garmin
+
+    api = Garmin("§email§", "§P§")
+    api.login()
+    print(api.get_stats("2026-03-§n§")["totalSteps"])
+    """,
+    P=PERSON,
+)
+shape(
+    "ifttt-maker-webhook-key-url-in-shortcut-export",
+    """
+    Get Contents of URL
+      URL: https://maker.ifttt.com/trigger/door_opened/with/key/§K§
+      Method: POST
+    """,
+    K=UL(43),
+)
+
+# =============================================================================================================
+# clean documents: look-alikes without a credential
+# =============================================================================================================
+
+cshape(
+    "clean-bash-read-s-hidden-prompt-then-pgpassfile",
+    """
+    $ read -rs -p "DB password: " PGPASSWORD; echo
+    DB password:
+    $ export PGPASSWORD
+    $ PGPASSFILE=/dev/null psql -h §host§ -U reporting -d orders -c 'select 1'
+     ?column?
+    ----------
+            1
+    (1 row)
+    """,
+)
+cshape(
+    "clean-github-actions-log-all-secrets-masked-stars",
+    """
+    Run ./scripts/deploy.sh
+      ./scripts/deploy.sh
+      shell: /usr/bin/bash -e {0}
+      env:
+        RENDER_API_KEY: ***
+        DATABASE_URL: ***
+        GIT_SHA: §sha§
+    Deploying §short§ to production...
+    """,
+)
+cshape(
+    "clean-workflow-yaml-secrets-context-references-only",
+    """
+    jobs:
+      publish:
+        runs-on: ubuntu-latest
+        permissions: {id-token: write, contents: read}
+        steps:
+          - uses: actions/checkout@v4
+          - run: npm publish --provenance
+            env:
+              NODE_AUTH_TOKEN: ${{ secrets.NPM_TOKEN }}
+          - run: curl -fsS -H "Authorization: Bearer ${{ secrets.SLACK_BOT_TOKEN }}" https://slack.com/api/auth.test
+    """,
+)
+cshape(
+    "clean-dotenv-example-your-key-here-placeholders",
+    """
+    # Copy to .env and fill in
+    ANTHROPIC_API_KEY=your-anthropic-key-here
+    OPENAI_API_KEY=sk-...
+    DATABASE_URL=postgresql://USER:PASSWORD@localhost:5432/DBNAME
+    SESSION_SECRET=   # generate with `openssl rand -hex 32`
+    """,
+)
+cshape(
+    "clean-compose-required-variable-interpolation",
+    """
+    services:
+      db:
+        image: postgres:17
+        environment:
+          POSTGRES_USER: app
+          POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}
+      api:
+        env_file: [.env]
+        environment:
+          DATABASE_URL: postgresql://app:${POSTGRES_PASSWORD}@db:5432/app
+    """,
+)
+cshape(
+    "clean-k8s-statefulset-env-valuefrom-secretkeyref",
+    """
+    env:
+      - name: POSTGRES_PASSWORD
+        valueFrom:
+          secretKeyRef: {name: pg-app, key: password}
+      - name: REDIS_URL
+        valueFrom:
+          configMapKeyRef: {name: app-config, key: redis_url}
+      - name: POD_IP
+        valueFrom:
+          fieldRef: {fieldPath: status.podIP}
+    """,
+)
+cshape(
+    "clean-terraform-random-password-reference-and-sensitive-output",
+    """
+    resource "random_password" "db" {
+      length  = 32
+      special = true
+    }
+
+    resource "aws_db_instance" "main" {
+      identifier = "orders-§hex8§"
+      username   = "orders"
+      password   = random_password.db.result
+    }
+
+    output "db_password" {
+      value     = random_password.db.result
+      sensitive = true
+    }
+    """,
+)
+cshape(
+    "clean-curl-bearer-from-shell-variable-and-jq",
+    """
+    $ TOKEN=$(gcloud auth print-identity-token)
+    $ curl -s -H "Authorization: Bearer $TOKEN" https://reports-§hex8§-ew.a.run.app/healthz
+    {"status":"ok","version":"§ver§","commit":"§short§"}
+    """,
+)
+cshape(
+    "clean-sdk-snippets-read-keys-from-environment-many-languages",
+    """
+    # Python
+    client = OpenAI(api_key=os.environ["OPENAI_API_KEY"])
+    // TypeScript
+    const anthropic = new Anthropic({ apiKey: process.env.ANTHROPIC_API_KEY });
+    // Go
+    stripe.Key = os.Getenv("STRIPE_SECRET_KEY")
+    // Rust
+    let token = std::env::var("CLOUDFLARE_API_TOKEN")?;
+    # Ruby
+    Octokit::Client.new(access_token: ENV.fetch("GITHUB_TOKEN"))
+    """,
+)
+cshape(
+    "clean-java-spring-value-placeholder-annotations",
+    """
+    @Configuration
+    public class PaymentsConfig {
+        @Value("${payments.adyen.api-key}")
+        private String apiKey;
+
+        @Value("${payments.adyen.hmac-key:#{null}}")
+        private String hmacKey;
+    }
+    """,
+)
+cshape(
+    "clean-git-log-oneline-and-merge-shas",
+    """
+    $ git log --oneline -6
+    §short§ (HEAD -> main, origin/main) fix(auth): rotate refresh tokens on reuse
+    §short2§ Merge pull request #§n3§ from acme/token-budget
+    §short§ feat: cap max_tokens per tenant
+    $ git rev-parse HEAD
+    §sha§
+    """,
+)
+cshape(
+    "clean-docker-images-digests-listing",
+    """
+    $ docker images --digests acme/api
+    REPOSITORY   TAG       DIGEST                                                                    IMAGE ID       CREATED        SIZE
+    acme/api     §short§   sha256:§sha256§   §hex12§   2 hours ago    182MB
+    acme/api     latest    sha256:§sha256b§   §hex12§   2 days ago     181MB
+    """,
+)
+cshape(
+    "clean-go-sum-module-hashes",
+    """
+    github.com/jackc/pgx/v5 v5.7.2 h1:§hex12§§hex12§§hex12§/§hex8§=
+    github.com/jackc/pgx/v5 v5.7.2/go.mod h1:§hex12§§hex12§§hex8§+§hex8§=
+    golang.org/x/crypto v0.36.0 h1:§hex12§§hex12§§hex12§§hex8§=
+    """,
+)
+cshape(
+    "clean-cargo-lock-reqwest-and-ring-checksums",
+    """
+    [[package]]
+    name = "reqwest"
+    version = "0.12.15"
+    source = "registry+https://github.com/rust-lang/crates.io-index"
+    checksum = "§sha256§"
+
+    [[package]]
+    name = "ring"
+    version = "0.17.14"
+    checksum = "§sha256b§"
+    """,
+)
+cshape(
+    "clean-llm-usage-json-token-counts-and-cache",
+    """
+    {"id":"msg_01§hex12§§hex8§","model":"claude-sonnet-4-5","stop_reason":"end_turn","usage":{"input_tokens":§tok§,"cache_creation_input_tokens":§n3§,"cache_read_input_tokens":§n3§,"output_tokens":§tok§}}
+    """,
+)
+cshape(
+    "clean-tokenizer-encode-output-token-ids",
+    """
+    >>> tok = AutoTokenizer.from_pretrained("Qwen/Qwen3-8B")
+    >>> tok("password reset token expired").input_ids
+    [3833, 7585, 3950, §n3§, 26391]
+    >>> tok.convert_ids_to_tokens([3833, 7585])
+    ['password', 'Ġreset']
+    """,
+)
+cshape(
+    "clean-otel-span-json-trace-and-span-ids",
+    """
+    {"traceId":"§trace§","spanId":"§span§","parentSpanId":"","name":"POST /v1/login","kind":2,"startTimeUnixNano":"17672256§n3§000000","attributes":[{"key":"http.response.status_code","value":{"intValue":"401"}},{"key":"enduser.id","value":{"stringValue":"§uuid§"}},{"key":"auth.failure_reason","value":{"stringValue":"invalid_password"}}]}
+    """,
+)
+cshape(
+    "clean-ssh-keyscan-output-host-public-keys",
+    """
+    $ ssh-keyscan -t ed25519,rsa git.corp.example 2>/dev/null
+    git.corp.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI§b64a§
+    git.corp.example ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQ§b64b§
+    """,
+    b64a=B64(24),
+    b64b=B64(90),
+)
+cshape(
+    "clean-gpg-list-keys-fingerprints-and-uids",
+    """
+    $ gpg --list-keys --keyid-format long releases@acme.example
+    pub   ed25519/§hex8§§hex8§ 2025-11-02 [SC] [expires: 2027-11-02]
+          §hex12§§hex12§§hex8§§hex8§
+    uid                 [ultimate] Acme Releases <releases@acme.example>
+    sub   cv25519/§hex8§§hex8§ 2025-11-02 [E] [expires: 2027-11-02]
+    """,
+)
+cshape(
+    "clean-openssl-x509-fingerprint-and-subject",
+    """
+    $ openssl x509 -in server.crt -noout -subject -issuer -fingerprint -sha256 -enddate
+    subject=CN=api.acme.example
+    issuer=C=US, O=Let's Encrypt, CN=R11
+    sha256 Fingerprint=§fp§
+    notAfter=Jun §n§ 12:00:00 2026 GMT
+    """,
+    fp=lambda r: ":".join(r.randbytes(32).hex().upper()[i : i + 2] for i in range(0, 64, 2)),
+)
+cshape(
+    "clean-age-recipients-file-public-keys-only",
+    """
+    # .sops recipients (public keys — safe to commit)
+    # ops laptop
+    age1§a§
+    # CI
+    age1§b§
+    """,
+    a=lambda r: chars(r, _BECH, 58),
+    b=lambda r: chars(r, _BECH, 58),
+)
+cshape(
+    "clean-ansible-vault-encrypted-variable-block",
+    """
+    db_password: !vault |
+              $ANSIBLE_VAULT;1.1;AES256
+              §h1§
+              §h2§
+              §h3§
+    db_user: app
+    """,
+    h1=lambda r: r.randbytes(40).hex(),
+    h2=lambda r: r.randbytes(40).hex(),
+    h3=lambda r: r.randbytes(20).hex(),
+)
+cshape(
+    "clean-aws-kms-encrypt-output-ciphertext-blob",
+    """
+    $ aws kms encrypt --key-id alias/app --plaintext fileb://payload.json --query CiphertextBlob --output text
+    AQICAHh§c§
+    $ # store the blob in SSM; only the app role can decrypt it
+    """,
+    c=B64(180),
+)
+cshape(
+    "clean-shadow-yescrypt-and-sql-dump-bcrypt-hashes",
+    """
+    # /etc/shadow (excerpt)
+    deploy:$y$j9T$§s1§$§s2§:20100:0:99999:7:::
+    -- users.sql
+    INSERT INTO users (id, email, password_hash) VALUES (§n3§, 'qa@acme.example', '$2b$12$§s3§');
+    """,
+    s1=lambda r: chars(r, _AN + "./", 22),
+    s2=lambda r: chars(r, _AN + "./", 43),
+    s3=lambda r: chars(r, _AN + "./", 53),
+)
+cshape(
+    "clean-authelia-users-file-argon2id-digests",
+    """
+    users:
+      §user§:
+        displayname: "§first§"
+        password: "$argon2id$v=19$m=65536,t=3,p=4$§s1§$§s2§"
+        email: §email§
+        groups: [admins]
+    """,
+    s1=B64(16),
+    s2=B64(32),
+)
+cshape(
+    "clean-masked-key-echoes-in-cli-listings",
+    """
+    $ llm keys list
+    anthropic    sk-ant-...§hex8§
+    openai       sk-proj-...Xq2f
+    $ gh auth status
+    github.com
+      ✓ Logged in to github.com account §user§ (keyring)
+      - Token: gho_************************************
+    """,
+)
+cshape(
+    "clean-stripe-ids-objects-and-publishable-key",
+    """
+    {"id":"pi_3§up§","object":"payment_intent","customer":"cus_§cu§","latest_charge":"ch_3§up2§","status":"succeeded"}
+    // checkout.js
+    const stripe = Stripe('pk_live_51§pk§');
+    """,
+    up=AN(24),
+    up2=AN(24),
+    cu=AN(14),
+    pk=AN(97),
+)
+cshape(
+    "clean-aws-iam-list-access-keys-metadata-ci-deployer",
+    """
+    $ aws iam list-access-keys --user-name ci-deployer
+    {
+        "AccessKeyMetadata": [
+            {"UserName": "ci-deployer", "AccessKeyId": "AKIA§k§", "Status": "Active", "CreateDate": "§ts§"}
+        ]
+    }
+    """,
+    k=lambda r: chars(r, _B32S, 16),
+)
+cshape(
+    "clean-webhook-request-with-hmac-signature-header-only",
+    """
+    POST /webhooks/github HTTP/1.1
+    Host: ci.acme.example
+    X-GitHub-Event: push
+    X-GitHub-Delivery: §uuid§
+    X-Hub-Signature-256: sha256=§sha256§
+    Content-Type: application/json
+
+    {"ref":"refs/heads/main","after":"§sha§"}
+    """,
+)
+cshape(
+    "clean-nmcli-connection-show-psk-hidden",
+    """
+    $ nmcli -s connection show "Office-5G" | grep -E 'ssid|key-mgmt|psk'
+    802-11-wireless.ssid:                   Office-5G
+    802-11-wireless-security.key-mgmt:      sae
+    802-11-wireless-security.psk:           <hidden>
+    802-11-wireless-security.psk-flags:     1 (agent-owned)
+    """,
+)
+cshape(
+    "clean-op-run-env-file-with-secret-references",
+    """
+    # .env.tpl — resolved at runtime by `op run --env-file=.env.tpl -- npm start`
+    DATABASE_URL="op://Production/orders-db/connection string"
+    STRIPE_SECRET_KEY="op://Production/Stripe/secret key"
+    SENTRY_DSN="op://Production/Sentry/dsn"
+    """,
+)
+cshape(
+    "clean-mcp-json-input-prompt-references",
+    """
+    {
+      "inputs": [{"type": "promptString", "id": "gh-token", "description": "GitHub PAT", "password": true}],
+      "servers": {
+        "github": {
+          "type": "http",
+          "url": "https://api.githubcopilot.com/mcp/",
+          "headers": {"Authorization": "Bearer ${input:gh-token}"}
+        }
+      }
+    }
+    """,
+)
+cshape(
+    "clean-claude-code-settings-json-deny-reading-env-files",
+    """
+    {
+      "permissions": {
+        "deny": ["Read(./.env)", "Read(./.env.*)", "Read(./secrets/**)", "Bash(cat:*.pem)"],
+        "allow": ["Bash(npm run test:*)", "Bash(git diff:*)"]
+      },
+      "env": {"BASH_DEFAULT_TIMEOUT_MS": "120000"}
+    }
+    """,
+)
+cshape(
+    "clean-agent-trace-printenv-names-only",
+    """
+    {"type":"tool_use","name":"Bash","input":{"command":"printenv | cut -d= -f1 | sort | grep -E 'KEY|TOKEN|SECRET'"}}
+    {"type":"tool_result","content":"ANTHROPIC_API_KEY\\nGITHUB_TOKEN\\nSENTRY_AUTH_TOKEN\\nSTRIPE_SECRET_KEY"}
+    {"type":"text","text":"The four variables are set; I won't print their values."}
+    """,
+)
+cshape(
+    "clean-python-traceback-password-masked-in-url",
+    """
+    sqlalchemy.exc.OperationalError: (psycopg.OperationalError) connection to server at "§host§" (§ip§), port 5432 failed: FATAL:  password authentication failed for user "etl"
+    [SQL: select 1]
+    engine url: postgresql+psycopg://etl:***@§host§:5432/warehouse
+    """,
+)
+cshape(
+    "clean-auth-failed-log-lines-no-values",
+    """
+    §ts§ sshd[§pid§]: Failed password for invalid user admin from §pub§ port 5§n3§ ssh2
+    §ts2§ postgres[§pid§]: FATAL:  password authentication failed for user "grafana"
+    §ts§ dovecot: imap-login: Disconnected (auth failed, 1 attempts in 2 secs): user=<§email§>, method=PLAIN
+    """,
+)
+cshape(
+    "clean-accounts-table-roles-and-mfa-no-passwords",
+    """
+    | user | role | MFA | last login |
+    | --- | --- | --- | --- |
+    | §user§ | admin | WebAuthn | §day§ |
+    | §email§ | viewer | TOTP | §day§ |
+    | ci-bot | deployer | n/a (OIDC) | §day§ |
+    """,
+)
+cshape(
+    "clean-password-policy-readme-section",
+    """
+    ## Password rules
+
+    - At least 14 characters; passphrases welcome.
+    - Checked against known-breached lists at sign-up and on change.
+    - No forced periodic rotation; rotate on suspicion of compromise.
+    - API tokens are shown once on creation and stored only as SHA-256 digests.
+    """,
+)
+cshape(
+    "clean-chat-password-shared-via-one-time-link",
+    """
+    §first§: can you send me the staging DB password?
+    §first2§: sent you a 1Password share link, expires in 1h — won't paste it here
+    §first§: got it, thanks 🙏
+    """,
+)
+cshape(
+    "clean-ticket-reset-link-sent-no-value",
+    """
+    Ticket #§ticket§ — Password reset
+    Status: Solved
+    Agent note: Verified identity via callback to number on file. Sent self-service reset link to §email§ (valid 30 min). No credentials shared in this ticket.
+    """,
+)
+cshape(
+    "clean-spanish-french-german-password-change-notices",
+    """
+    ES: Su contraseña se cambió correctamente el §day§. Si no fue usted, contacte con soporte.
+    FR : Votre mot de passe a été modifié le §day§. Si ce n'est pas vous, contactez le support.
+    DE: Ihr Passwort wurde am §day§ geändert. Falls Sie das nicht waren, kontaktieren Sie den Support.
+    """,
+)
+cshape(
+    "clean-japanese-doc-api-key-rotation-procedure",
+    """
+    ## APIキーのローテーション手順
+    1. 管理画面で新しいキーを発行する（値は一度しか表示されません）。
+    2. Secret Manager の `projects/acme/secrets/api-key` に新しいバージョンとして登録する。
+    3. 旧キーを24時間後に無効化する。
+    ※ キーの値をチャットやチケットに貼り付けないでください。
+    """,
+)
+cshape(
+    "clean-arabic-hebrew-security-notice-no-value",
+    """
+    تنبيه: لن يطلب منك فريق الدعم كلمة المرور أو رمز التحقق عبر الهاتف أو البريد.
+    שימו לב: צוות התמיכה לעולם לא יבקש את הסיסמה או קוד האימות שלכם.
+    """,
+)
+cshape(
+    "clean-release-sha512sums-and-cosign-signature-ref",
+    """
+    §h1§  acme-cli_§ver§_linux_amd64.tar.gz
+    §h2§  acme-cli_§ver§_darwin_arm64.tar.gz
+    # verify: cosign verify-blob --certificate acme-cli.pem --signature acme-cli.sig checksums.txt
+    """,
+    h1=lambda r: r.randbytes(64).hex(),
+    h2=lambda r: r.randbytes(64).hex(),
+)
+cshape(
+    "clean-ethereum-address-and-tx-hash-receipt",
+    """
+    Transaction submitted
+      from:   0x§a§
+      to:     0x§b§
+      hash:   0x§h§
+      status: 1 (success), gasUsed 21000, block §n3§§n3§
+    """,
+    a=lambda r: r.randbytes(20).hex(),
+    b=lambda r: r.randbytes(20).hex(),
+    h=lambda r: r.randbytes(32).hex(),
+)
+cshape(
+    "clean-bitcoin-xpub-and-address-watch-only",
+    """
+    Watch-only wallet (no private keys):
+    xpub6C§x§
+    first receive address: bc1q§addr§
+    """,
+    x=lambda r: chars(r, _AN, 105),
+    addr=lambda r: chars(r, "qpzry9x8gf2tvdw0s3jn54khce6mua7l", 38),
+)
+cshape(
+    "clean-twilio-slack-discord-ids-in-config",
+    """
+    twilio:
+      account_sid_env: TWILIO_ACCOUNT_SID
+      messaging_service: MG§h1§
+    slack:
+      channel: C§up§
+      team: T§up2§
+    discord:
+      guild_id: "§n3§§n3§§n3§§n3§§n3§"
+    """,
+    h1=HX(32),
+    up=UP(10),
+    up2=UP(10),
+)
+cshape(
+    "clean-terraform-plan-output-sensitive-markers",
+    """
+      # aws_secretsmanager_secret_version.api will be updated in-place
+      ~ resource "aws_secretsmanager_secret_version" "api" {
+            id            = "arn:aws:secretsmanager:eu-west-1:§acct§:secret:api-§hex8§|§uuid§"
+          ~ secret_string = (sensitive value)
+            # (3 unchanged attributes hidden)
+        }
+    Plan: 0 to add, 1 to change, 0 to destroy.
+    """,
+)
+cshape(
+    "clean-helm-values-existing-secret-names",
+    """
+    postgresql:
+      auth:
+        existingSecret: pg-credentials
+        secretKeys:
+          adminPasswordKey: postgres-password
+          userPasswordKey: password
+    redis:
+      auth:
+        enabled: true
+        existingSecret: redis-auth
+        existingSecretPasswordKey: redis-password
+    """,
+)
+cshape(
+    "clean-vault-kv-metadata-get-versions-table",
+    """
+    $ vault kv metadata get secret/payments/stripe
+    ======== Metadata Path ========
+    secret/metadata/payments/stripe
+    ========== Metadata ==========
+    Key                     Value
+    ---                     -----
+    cas_required            false
+    created_time            §ts§
+    current_version         §n§
+    max_versions            10
+    """,
+)
+cshape(
+    "clean-bitwarden-cli-list-items-names-and-ids",
+    """
+    $ bw list items --search stripe | jq -r '.[] | [.id, .name, .login.username] | @tsv'
+    §uuid§\tStripe dashboard\tfinance@acme.example
+    §uuid2§\tStripe (restricted key)\tnull
+    """,
+)
+cshape(
+    "clean-macos-security-find-generic-password-attributes-only",
+    """
+    $ security find-generic-password -s "acme-cli"
+    keychain: "/Users/§first§/Library/Keychains/login.keychain-db"
+    version: 512
+    class: "genp"
+    attributes:
+        "acct"<blob>="§user§"
+        "svce"<blob>="acme-cli"
+        "mdat"<timedate>=0x32303236303331§hex8§  "2026031§n§"
+    """,
+)
+cshape(
+    "clean-nginx-conf-tls-settings-no-secrets",
+    """
+    server {
+        listen 443 ssl;
+        server_name api.acme.example;
+        ssl_certificate     /etc/letsencrypt/live/api.acme.example/fullchain.pem;
+        ssl_certificate_key /etc/letsencrypt/live/api.acme.example/privkey.pem;
+        ssl_session_tickets off;
+        add_header Strict-Transport-Security "max-age=63072000" always;
+        location / { proxy_pass http://127.0.0.1:8080; }
+    }
+    """,
+)
+cshape(
+    "clean-postgresql-conf-and-pg-hba-scram-method",
+    """
+    # postgresql.conf
+    password_encryption = scram-sha-256
+    ssl = on
+    max_connections = 200
+    # pg_hba.conf
+    hostssl all all 10.0.0.0/8 scram-sha-256
+    """,
+)
+cshape(
+    "clean-redis-conf-acl-file-reference",
+    """
+    # redis.conf
+    bind 0.0.0.0
+    protected-mode yes
+    aclfile /etc/redis/users.acl
+    maxmemory 2gb
+    maxmemory-policy allkeys-lru
+    """,
+)
+cshape(
+    "clean-prometheus-yml-basic-auth-password-file",
+    """
+    scrape_configs:
+      - job_name: node
+        basic_auth:
+          username: prometheus
+          password_file: /etc/prometheus/node_pw
+        static_configs:
+          - targets: ['§ip§:9100', '§ip2§:9100']
+    """,
+)
+cshape(
+    "clean-oauth-authorize-url-with-pkce-challenge",
+    """
+    https://auth.acme.example/oauth2/authorize?response_type=code&client_id=§cid§&redirect_uri=http%3A%2F%2F127.0.0.1%3A8765%2Fcallback&scope=openid%20profile%20offline_access&state=§st§&code_challenge=§cc§&code_challenge_method=S256
+    """,
+    cid=LO(20),
+    st=UL(22),
+    cc=B64U(32),
+)
+cshape(
+    "clean-jwt-decoded-claims-without-token",
+    """
+    Decoded claims of the failing request's token (signature not shown):
+    {
+      "iss": "https://auth.acme.example/",
+      "sub": "§uuid§",
+      "aud": "api.acme.example",
+      "exp": 1767§n3§,
+      "scope": "orders:read"
+    }
+    -> rejected: token expired §n2§ seconds before the request
+    """,
+)
+cshape(
+    "clean-password-generator-settings-json",
+    """
+    {"generator": {"type": "passphrase", "numWords": 5, "wordSeparator": "-", "capitalize": true, "includeNumber": true},
+     "password": {"length": 24, "uppercase": true, "lowercase": true, "numbers": true, "special": true, "minSpecial": 2}}
+    """,
+)
+cshape(
+    "clean-infisical-doppler-references-in-compose",
+    """
+    services:
+      api:
+        command: infisical run --env=prod --path=/api -- node server.js
+      worker:
+        command: doppler run --project billing --config prd -- python worker.py
+    """,
+)
+cshape(
+    "clean-kubeseal-sealedsecret-encrypted-data",
+    """
+    apiVersion: bitnami.com/v1alpha1
+    kind: SealedSecret
+    metadata: {name: smtp, namespace: comms}
+    spec:
+      encryptedData:
+        password: AgB§c1§
+        username: AgC§c2§
+    """,
+    c1=B64(200),
+    c2=B64(120),
+)
+cshape(
+    "clean-webauthn-passkey-credential-public-key-json",
+    """
+    {"id":"§id§","rawId":"§id§","type":"public-key","response":{"clientDataJSON":"§cd§","attestationObject":"o2NmbXRkbm9uZWdhdHRTdG10oGhhdXRoRGF0YV§ao§"},"authenticatorAttachment":"platform"}
+    """,
+    id=B64U(32),
+    cd=B64U(120),
+    ao=B64U(150),
+)
+cshape(
+    "clean-uuid-request-ids-error-response",
+    """
+    HTTP/1.1 401 Unauthorized
+    x-request-id: §uuid§
+    cf-ray: §hex8§§hex8§-FRA
+    content-type: application/json
+
+    {"error":{"type":"authentication_error","message":"invalid x-api-key"},"request_id":"req_§hex12§§hex12§"}
+    """,
+)
+cshape(
+    "clean-cookie-consent-and-csrf-cookie-names",
+    """
+    Set-Cookie: cookie_consent=analytics%3Dfalse%2Cmarketing%3Dfalse; Path=/; Max-Age=31536000; SameSite=Lax
+    Set-Cookie: lang=de-CH; Path=/; SameSite=Lax
+    Set-Cookie: theme=dark; Path=/
+    """,
+)
+cshape(
+    "clean-wifi-guest-network-open-captive-portal-config",
+    """
+    wifi:
+      - ssid: Acme-Guest
+        security: open
+        captive_portal: https://portal.acme.example/accept
+        vlan: 40
+      - ssid: Acme-Corp
+        security: wpa3-enterprise
+        radius: radius.corp.example
+    """,
+)
+cshape(
+    "clean-git-config-list-no-credentials",
+    """
+    $ git config --list --show-origin | grep -v alias
+    file:/home/§user§/.gitconfig\tuser.name=§first§
+    file:/home/§user§/.gitconfig\tuser.email=§email§
+    file:/home/§user§/.gitconfig\tcredential.helper=libsecret
+    file:.git/config\tremote.origin.url=git@github.com:acme/api.git
+    """,
+)
+cshape(
+    "clean-ci-build-log-cache-keys-and-hashes",
+    """
+    Restoring cache with key: deps-v3-linux-§sha256§
+    Cache restored from key: deps-v3-linux-§sha256b§
+    Received §n3§ of §n3§ (100.0%), 48.2 MBs/sec
+    Cache Size: ~312 MB (327155712 B)
+    """,
+)
+cshape(
+    "clean-hex-colour-and-css-hash-classnames",
+    """
+    .btn-primary_§hex8§ { background: #§hex8§; }
+    .card_§hex12§ { box-shadow: 0 1px 2px #0000001a; }
+    /*# sourceMappingURL=app.§hex8§.css.map */
+    """,
+)
+cshape(
+    "clean-korean-chinese-chat-password-in-manager",
+    """
+    §first§: 서버 비밀번호 어디 있어요?
+    §first2§: 1Password "Infra" 볼트에 있어요. 채팅에는 안 올릴게요.
+    §first§：生产库的密码在哪？
+    §first2§：在 Vault 里，路径 secret/db/prod，有权限就能看。
+    """,
+)
+cshape(
+    "clean-agent-summary-prose-about-rotated-keys",
+    """
+    Summary of the incident follow-up:
+    - The leaked GitHub token (prefix `ghp_`, last four `Q7xZ`) was revoked at §hms§ UTC.
+    - All CI secrets were re-issued and now come from OIDC; no long-lived keys remain in the repo.
+    - The secret scanner found 0 new matches on the re-run (commit §short§).
+    """,
+)
+cshape(
+    "clean-systemd-unit-loadcredentialencrypted-and-env-names",
+    """
+    [Service]
+    ExecStart=/usr/local/bin/api --config /etc/api/config.toml
+    LoadCredentialEncrypted=db-password:/etc/credstore.encrypted/db-password
+    Environment=DB_PASSWORD_FILE=%d/db-password
+    Environment=LOG_LEVEL=info
+    """,
+)
 
 # >>> END OF SHAPES
 
