@@ -1321,6 +1321,10 @@ def _phrase(text: str, start: int, end: int) -> tuple[int, int] | None:
     return (start, end) if words >= _MIN_PHRASE_WORDS else None
 
 
+COOKIE_HEADER = re.compile(r"[ \t]*:[ \t]*[^\s=;]+=")
+_PASSWORD_MANAGER = re.compile(r"(?i)1password")
+
+
 def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
     """Where credentials stand in free text after a name without `:`/`=`, after a name that announces them, on a
     command line or in a cookie."""
@@ -1333,6 +1337,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         checked = end
         name = text[start:end].strip(".-_")
+        if COOKIE_HEADER.match(text, end) and normalise_key(name).endswith("cookie") or _PASSWORD_MANAGER.fullmatch(name):
+            continue  # round 17: a cookie header's pairs (read by _cookie_spans); a password manager's name (where, not what)
         if normalise_key(name).endswith(SOURCE_SUFFIXES) or names_a_hash(name) or under_encrypted_block(text, start):
             continue  # where the credential comes from (`--password-stdin`, `password_file`), or its hash, not the credential
         announcing = not is_sensitive(name, sensitive)
@@ -1614,14 +1620,20 @@ def _split_cells(line: str, delimiter: str, most: int = -1) -> list[str]:
     return line.split(delimiter, most)
 
 
+# Class (round 17): a cookie's value of words (a consent's `necessary%2Canalytics`, a language's `nb-NO`, `deleted`
+# that clears it) is a setting, no session.
+_WORDS_COOKIE = re.compile(r"[A-Za-z]{1,20}(?:(?:[-_,.:| ]|%2[Cc]|%20|%7[Cc])[A-Za-z]{1,20})*")
+
+
 def _cookie_spans(text: str) -> Iterator[tuple[int, int]]:
-    """Every cookie value of a Cookie header, the first pair's of a Set-Cookie header (whatever their names)."""
+    """Every cookie value of a Cookie header, the first pair's of a Set-Cookie header (whatever their names), but
+    a value of words."""
     for match in _COOKIE.finditer(text):
         offset = match.start("pairs")
         pairs = match.group("pairs").split(";")
         for pair in pairs[:1] if match.group("set") else pairs:
             name, sep, value = pair.partition("=")
-            if sep and value.strip():
+            if sep and value.strip() and not _WORDS_COOKIE.fullmatch(value.strip()):
                 value_start = offset + len(name) + 1 + (len(value) - len(value.lstrip()))
                 yield value_start, value_start + len(value.strip())
             offset += len(pair) + 1
@@ -1630,6 +1642,9 @@ def _cookie_spans(text: str) -> Iterator[tuple[int, int]]:
 
 # A cell of words only (`via SSO`, `see the vault`) says where a password is; a passphrase has a digit or a mark.
 _SPOKEN_CELL = re.compile(r"^[^\W\d_]+(?:[ \t]+[^\W\d_]+)*$")
+# Class (round 17): a header that says where the credential is kept (`Where is the secret?`, `Password location`): its
+# cells name places (`1Password "Partner SFTP"`, `Vault secret/…`), never the value.
+_WHERE_HEADER = re.compile(r"(?i)\b(?:where|location|stored|kept)\b")
 _BAR_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?")
 
 
@@ -1652,7 +1667,7 @@ def _bar_table_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int
         if i < next_free or line.count("|") < 2 or not _BAR_SEPARATOR.fullmatch(lines[i + 1].rstrip("\r")):
             continue
         names = [cell.strip().strip("*_`") for cell in _bar_cells(line)[1]]
-        columns = {k for k, name in enumerate(names) if name and is_sensitive(name, sensitive)}
+        columns = {k for k, name in enumerate(names) if name and is_sensitive(name, sensitive) and _WHERE_HEADER.search(name) is None}
         if not columns:
             continue
         next_free = len(lines)

@@ -31,6 +31,7 @@ from state.failclosed import harmless_value, may_fail_closed
 from state.freetext import (
     CODES_SIGN,
     COMMANDS,
+    COOKIE_HEADER,
     CRACKED_SIGN,
     EXPECT_SIGN,
     LOGIN_CLAUSE_SIGNS,
@@ -359,6 +360,8 @@ def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) 
             continue
         if learning and (names_a_hash(match.group("name")) or under_encrypted_block(text, match.start())):
             continue
+        if learning and COOKIE_HEADER.match(text, match.end("name")) and normalise_key(match.group("name")).endswith("cookie"):
+            continue  # round 17: a cookie header is learnt pair by pair (state.freetext's cookie rule), not whole
         span = _value_span(text, match)
         if span is not None and learning and match.group("sep") == ":" and _prose_label(text, match.start(), span[0]):
             continue
