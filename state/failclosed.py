@@ -23,8 +23,11 @@ A text whose tokens never switch kind often enough costs one translate and one r
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import ipaddress
+import json
 import re
 from collections.abc import Iterator
 
@@ -693,7 +696,7 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True  # a sentence in a script written without spaces (`…に設定してください。`), a key opening a block
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
-    if _ALGORITHM_NAME.fullmatch(value) or _COMMAND_LINE.search(value) or _COMMENT.match(value):
+    if _ALGORITHM_NAME.fullmatch(value) or _COMMAND_LINE.search(value) or _COMMENT.match(value) or _jwt_header(value):
         return True  # round 17: what a value is computed or hashed with, a command, a comment after an empty value
     return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
 
@@ -815,6 +818,21 @@ _ALGORITHM_NAME = re.compile(
 # Class (round 17): a command line, not a value: a shell's `&&`, `||` or pipe between words (`VAULT_TOKEN && export
 # VAULT_TOKEN`), a history's line (`  311  vault login …`), words then a long option (`op item get … --reveal`).
 _COMMAND_LINE = re.compile(r"\S[ \t]+(?:&&|\|\||\|)[ \t]+\S|^[ \t]*\d{1,6}[ \t]{2}[a-z]|^[a-z][\w.-]*(?:[ \t]+[^\s-]\S*)+[ \t]+--[a-z][\w-]+(?:[= \t]|$)")
+# Class (round 17): a JWT's header alone (a token written `eyJ….<claims>.<signature>` in a document, cut at its `.`):
+# it names the algorithm and the key, public in every token signed.
+_JWT_HEADER_MEMBERS = frozenset({"alg", "typ", "kid", "cty", "x5t", "jku", "enc", "zip", "crit", "b64"})
+
+
+def _jwt_header(value: str) -> bool:
+    if not value.startswith("eyJ") or "." in value or len(value) > 400:
+        return False
+    try:
+        header = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+    except (ValueError, binascii.Error):
+        return False
+    return isinstance(header, dict) and bool(header) and set(header) <= _JWT_HEADER_MEMBERS
+
+
 # Class (round 17): an empty value and the comment after it (`OPENAI_API_KEY=    # https://…/api-keys`).
 _COMMENT = re.compile(r"(?:#|//)[ \t]")
 # One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).

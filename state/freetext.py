@@ -88,7 +88,10 @@ _JOIN = re.compile(
     r"""|(?P<call>\([ \t]*(?=["']))"""
     # A label's colon, then the markup that closes the label and opens its value (a Word document's runs,
     # `Password: </w:t></w:r><w:r><w:t>…`; HTML's `<b>Password:</b> …`, `<td>Password:</td><td>…`).
-    r"""|(?P<markup>[ \t]*:[ \t]*(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}(?=[^\s<]))"""
+    # Round 17: or the label's element closed, and the value's opened on the next line (`<td>Passwort:</td>` then
+    # `<td class="mono">…</td>`).
+    r"""|(?P<markup>[ \t]*:[ \t]*(?:(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}"""
+    r"""|(?:</[A-Za-z][\w:.-]*>[ \t]*){1,4}\r?\n[ \t]*(?:<[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?>[ \t]*){1,4})(?=[^\s<]))"""
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
     r"""|(?P<is>[ \t]+""" + _COPULA_JOIN + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
@@ -109,6 +112,7 @@ _JOIN = re.compile(
     r"""|(?P<space>[ \t]+)"""
 )
 _SIGNATURE_HEADER = re.compile(r"(?:[A-Za-z0-9]+-)+(?i:signature)(?:-\d+)?")
+_HMAC_SIGNATURE = re.compile(r"(?i)hmac[_-]?signature")
 _SETTER = re.compile(r"(?<![A-Za-z0-9])(?:set|with|Set|With)_?[A-Z_]\w*\Z")
 _CALL_NAME = re.compile(r"""\w[ \t]*\([ \t]*["'][\w.\-]{0,80}\Z""")
 _ARGV_FLAG = re.compile(r"""(?<![\w"'])(["'])-{1,2}[\w.-]+\1\Z""")
@@ -1261,7 +1265,7 @@ _SET_TO = re.compile(r"(?:[ \t]+(?!to\b)[^\W\d_]{1,20}){0,6}[ \t]+to[ \t]+(?P<q>
 # Class (round 17): the verb after the name, in the next clause, on the name as `it` (`the seed user had an expired
 # password; reset it to …`, `… the wifi password. I changed it to …`).
 _SET_IT_TO = re.compile(
-    r"[;,.:][ \t]+(?:(?:I|[Ww]e|[Tt]hey|[Hh]e|[Ss]he)[ \t]+(?:have[ \t]+|had[ \t]+|just[ \t]+)?)?(?i:chang|set|reset|updat|rotat|switch)\w*"
+    r"[;,.:]?[ \t]+(?:(?:I|[Ww]e|[Tt]hey|[Hh]e|[Ss]he)[ \t]+(?:have[ \t]+|had[ \t]+|just[ \t]+)?)?(?i:chang|set|reset|updat|rotat|switch)\w*"
     r"[ \t]+(?:it|this|that)[ \t]+to[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)"
 )
 # Class (round 17): a two-word label of the credential itself, `Secret ID` (what Nomad's and Consul's ACL tokens and
@@ -1399,8 +1403,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         if announcing and (_WIFI.search(name) or _WIFI_BEFORE.search(text, max(0, start - 12), start)):
             announcing = False  # a wireless section's key is its passphrase (`wireless.radio0.key='…'`)
-        if announcing and (not _announces(name) or _public(text, start, name) or _SIGNATURE_HEADER.fullmatch(name)):
-            continue  # round 15: a request's signature header (`X-Twilio-Signature:`) carries a MAC of it, no key
+        if announcing and (not _announces(name) or _public(text, start, name) or _SIGNATURE_HEADER.fullmatch(name) or _HMAC_SIGNATURE.fullmatch(name)):
+            continue  # round 15: a request's signature header (`X-Twilio-Signature:`) carries a MAC of it, no key; round 17: a message's `hmacSignature` too
         if not announcing and (final := _FINAL_COPULA.match(text, end)) is not None and _qualified_value(final.group("secret")):
             yield final.span("secret")
         if not announcing and (set_to := _SET_TO.match(text, end)) is not None and _qualified_value(set_to.group("secret")):
