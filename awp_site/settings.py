@@ -264,6 +264,9 @@ AWP_SENSITIVE_FIELDS = env_list(
     # Round 15: `passcode` (a one-time code read out, a phone's lock), Finnish's possessive forms (`salasanasi`: your
     # password; an ASCII name takes no inflection).
     "passcode,salasanasi,salasanani,salasananne,"
+    # Round 17: Uzbek's possessive and object forms (`paroli`: its password, `parolingiz`, `parolni`), Haitian Creole's
+    # `modpas`.
+    "paroli,parolingiz,parolni,modpas,"
     # Round 15: Japanese chat's short `パス` (`パスは …です`).
     "パス,"
     # Round 12: "secret key" and "private key" in other languages (a comment or a label beside a signing key).

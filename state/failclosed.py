@@ -23,8 +23,11 @@ A text whose tokens never switch kind often enough costs one translate and one r
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import ipaddress
+import json
 import re
 from collections.abc import Iterator
 
@@ -86,7 +89,7 @@ _ID_FORMS = re.compile(
     | [a-z]{2,}(?:[_\-][a-z]{2,})*-(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,16}$             # a name with a short hex id (`tfplan-6cae8c18c2dd`)
     | (?:[0-9A-F]{2}:){15,}                                                             # colon-hex fingerprint
     | [a-z0-9]+(?:-[a-z0-9]+)*-[a-z0-9]{8,10}-[a-z0-9]{5}$                                # Kubernetes pod name
-    | (?:cus|ch|pi|pm|py|in|ii|sub|si|prod|price|evt|txn|acct|re|req|po|tr|src|card|ba|seti|cs|plink)_[A-Za-z0-9]{8,}$  # Stripe object ids
+    | (?:cus|ch|pi|pm|py|in|ii|sub|si|prod|price|evt|txn|acct|re|req|po|tr|src|card|ba|seti|cs|plink|we)_[A-Za-z0-9]{8,}$  # Stripe object ids (round 17: we_)
     | (?:AC|SM|MM|MG|PN|CA|CH|IS|SK)[0-9a-f]{32}$                                        # round 15: Twilio's object ids (SIDs)
     | chatcmpl-[A-Za-z0-9]{16,}$ | (?:resp|msg|run|thread|asst|call|batch|ftjob)_[A-Za-z0-9]{16,}$       # round 15: an LLM API's object ids
     | [UANOCX][A-Z2-7]{55}$                                                             # a NATS public nkey
@@ -109,12 +112,19 @@ _FILE = re.compile(r".*[\w\-]\.(?:[a-z][a-z0-9]{0,7})(?:\.[a-z][a-z0-9]{0,7})?$"
 # leaves where it dropped a value (Sentry's `[Filtered]`, `[REDACTED]`, CloudTrail's `HIDDEN_DUE_TO_SECURITY_REASONS`:
 # a mark word among capitals), a vendor's prefix of words cut where its stars began (`sk-proxy-****`).
 _PLACEHOLDER = re.compile(
-    r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}).*|your[-_].*|.*[-_]here"
+    # Round 17: a run of bullets shows a value masked as a run of stars does (a dashboard's `sk_live_••••HcQf`).
+    r"(?i)^(?:<[^<>]*>|\$\{\{?[^}]*\}\}?|\{\{[^}]*\}\}|%[\w.]+%|.*(?:x{4,}|\*{4,}|•{4,}|●{4,}).*|your[-_].*|.*[-_]here"
     # An ellipsis where a value was cut or left out (`sk_test_...`, `AKIA…MPLE`); round 15: not inside a long value, whose
     # sides are no shown ends (Adyen's key holds `...` between two runs of 40 characters and more).
     r"|(?!.{24}[^.…]*(?:\.{3,}|…).{24}).*(?:\.{3,}|…).*"
     r"|\[(?:filtered|redacted|masked|hidden|removed|sensitive|secret|scrubbed)\]"
     r"|(?-i:(?:[A-Z]+_)*(?:HIDDEN|REDACTED|MASKED|REMOVED|FILTERED|OMITTED|SCRUBBED|WITHHELD)(?:_[A-Z]+)*)"
+    # Round 17: a redaction's mark in capitals after a value's real-looking start, joined by dashes too
+    # (`django-insecure-REDACTED-BY-GIT-FILTER`); a template's part named in angle brackets (a JWT written
+    # `eyJ….<payload>.<signature>`) or a JWT's parts named (`header.payload.signature`); a dashboard's button where
+    # the value is concealed (`Reveal`).
+    r"|(?-i:[\w.\-]+[-_](?:HIDDEN|REDACTED|MASKED|REMOVED|FILTERED|OMITTED|SCRUBBED|WITHHELD)(?:[-_][A-Z]+)*)"
+    r"|.*<[a-z][a-z_\- ]{2,30}>.*|header\.payload\.signature|reveal|click[ \t]+to[ \t]+reveal"
     r"|change[-_]?me\w{0,3}|(?:example|sample|dummy|placeholder)[-_]\w+|\w+[-_](?:example|sample|dummy|placeholder)"
     r"|[a-z]{2,8}(?:[-_][a-z]{2,12}){0,2}[_-]"  # round 15: `_` joins a prefix's words too (`sk_test_`)
     # Class (round 12): a placeholder word at a value's end, after its real-looking start (`a7c4d0ad-…-YOUR-TOKEN`,
@@ -181,6 +191,9 @@ IDENTIFIER_WORDS = frozenset({
     "sn", "pbkdf2", "bcrypt", "scrypt", "argon2", "hashed",
     # Round 16: Cloudflare's request id (`cf-ray: …`), the recipients a value is encrypted to (public keys).
     "ray", "recipient", "recipients",
+    # Round 17: a device's EUI (LoRaWAN's `dev_eui`, `join_eui`), a calendar entry's `UID`, a payment's reference
+    # (`pspReference`), a vault named where a secret is kept (`Vault: Infra (<its id>)`).
+    "eui", "uid", "reference", "vault",
 })  # fmt: skip
 # Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
 # Round 12: ciphertext under its own name (a payment notification's `"ciphertext": …`) is content only its key opens.
@@ -233,7 +246,10 @@ def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
             if previous in ("public", "pub"):
                 return "identifier"
             # Class: a key named by what it identifies (`paymentKey`, `idempotency_key`, `partitionKey`, `orderKey`).
-            return "identifier" if word in ANNOUNCING_NAMES and previous in _IDENTIFYING_NOUNS else "credential"
+            if word in ANNOUNCING_NAMES and previous in _IDENTIFYING_NOUNS:
+                return "identifier"
+            # Round 17: a message's HMAC signature (a webhook payload's `hmacSignature`): a MAC of that one message.
+            return "identifier" if word in ("signature", "sig") and previous == "hmac" else "credential"
     return None
 
 
@@ -396,6 +412,9 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if value.startswith("!") and _MATRIX_ROOM.match(text, start):
         return True
+    if "-Signature:" in text or "-Seal:" in text or "-signature:" in text:
+        if _in_mail_signature(text, token_start):
+            return True
     if _comment_names_credential(text, end, sensitive):
         return False
     if under_identifier_header(text, start) or under_encrypted_block(text, start):
@@ -429,6 +448,23 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
     if opening == -1 or closing == -1:
         return False
     return text.find('"kty"', opening, closing) != -1 and not _JWK_PRIVATE.search(text, opening, closing)
+
+
+# Class (round 17): a mail's signature headers (DKIM's, ARC's), their continued lines too: the body's hash (`bh=`) and
+# the signature (`b=`) of that one message, public in every copy of it.
+_MAIL_SIGNATURE = re.compile(r"(?i)(?:X-Google-)?(?:DKIM-Signature|ARC-Seal|ARC-Message-Signature):")
+HEADER_LINES = 12  # continued lines read up to a header's name
+
+
+def _in_mail_signature(text: str, start: int) -> bool:
+    line_start = text.rfind("\n", 0, start) + 1
+    for _ in range(HEADER_LINES):
+        if _MAIL_SIGNATURE.match(text, line_start):
+            return True
+        if line_start == 0 or text[line_start : line_start + 1] not in (" ", "\t"):
+            return False  # a header's own line, not a signature's: no continued line above it
+        line_start = text.rfind("\n", 0, line_start - 1) + 1
+    return False
 
 
 # A comment after a statement on its line (`…; // clave secreta del comercio`, `x = '…'  # signing secret`).
@@ -660,6 +696,8 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True  # a sentence in a script written without spaces (`…に設定してください。`), a key opening a block
     if sensitive and _NAME_ONLY.fullmatch(value) and is_sensitive(value, sensitive):
         return True
+    if _ALGORITHM_NAME.fullmatch(value) or _COMMAND_LINE.search(value) or _COMMENT.match(value) or _jwt_header(value):
+        return True  # round 17: what a value is computed or hashed with, a command, a comment after an empty value
     return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
 
 
@@ -689,7 +727,7 @@ _REFERENCE = re.compile(
     | (?:data|var|local|module|each|self)\.[A-Za-z_][\w.\-]*(?:\[["'][\w.\-]+["']\])?$   # Terraform
     | %[a-zA-Z]/[\w.\-/]+$                                                             # systemd %d/name
     | (?:[\w.\-]+=)?[\w.@\-]+:(?:/[\w.\-]+)+$                                              # id:/path
-    | [a-z][a-z_\-]*(?:/[a-z][a-z_\-]*){2,}$                                             # a store's path of words
+    | [a-z][a-z_\-]*(?:/[a-z][a-z_\-]*){1,}$                                             # a store's path of words (round 17: two, `apps/checkout`)
     | \((?:sensitive(?:\ value)?|known\ after\ apply)\)$                                # Terraform's plan
     | _[a-z][a-z0-9]*(?:_[a-z0-9]+)*$                                                   # a private name in code
     | \$\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)$ | `[^`\n]+`$ | \$\([\w.\-/]*$             # a command's output: $(op read …)
@@ -699,6 +737,7 @@ _REFERENCE = re.compile(
     | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
     | ![a-z][A-Za-z_-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                               # a YAML tag, a word (`!vault |`, `!secret db_pw`; not `!a2222…`)
     | (?:Read|Get|New|Import|Invoke|ConvertFrom|Select|Unprotect)-[A-Z]\w+(?:[ \t].*)?$       # a PowerShell cmdlet computes it (`Read-Host -AsSecureString`)
+    | <set\ to\ the\ key\ '[^'\n]*'\ (?:of|in)\ secret\ '[^'\n]*'>.*                   # round 17: kubectl describe's env from a Secret
     """
 )
 # A record of when or which, never a credential: a timestamp (ISO 8601, or packed as LDAP's CSN writes it:
@@ -753,6 +792,8 @@ _CRYPT_HASH = re.compile(
     r"|\$[89]\$[./A-Za-z0-9_\-]{8,16}\$[./A-Za-z0-9_\-]{40,46}"
     # Round 16: Mosquitto's PBKDF2-SHA512 (`$7$<iterations>$<salt>$<hash>`, base64 both), a password file's lines.
     r"|\$7\$\d{1,7}\$[A-Za-z0-9+/]{12,24}={0,2}\$[A-Za-z0-9+/]{40,}={0,2}"
+    # Round 17: Redis' ACL rule for a password given by its SHA-256 (`#<64 hex>`, what `ACL LIST` prints).
+    r"|#[0-9a-f]{64}"
 )
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
 # a list item naming a variable (`- DB_PASSWORD`).
@@ -769,6 +810,31 @@ _STATUS = re.compile(
     # Round 12: an operating system's error where a value would be (`cat: …/admin.password: Permission denied`).
     r"|(?:permission|access) denied|operation not permitted|(?:is|not) a directory|file exists|read-only file system"
 )
+# Class (round 17): the name of an algorithm or an encoding (`password_hash_algo,…,argon2id`, `… | base64 -d`), never
+# what it hashes or encodes.
+_ALGORITHM_NAME = re.compile(
+    r"(?i)base(?:16|32|58|64)(?:url)?|bcrypt|scrypt|yescrypt|argon2(?:id|i|d)?|pbkdf2(?:[-_]sha\d+)?|sha-?(?:1|224|256|384|512)|md5"
+)
+# Class (round 17): a command line, not a value: a shell's `&&`, `||` or pipe between words (`VAULT_TOKEN && export
+# VAULT_TOKEN`), a history's line (`  311  vault login …`), words then a long option (`op item get … --reveal`).
+_COMMAND_LINE = re.compile(r"\S[ \t]+(?:&&|\|\||\|)[ \t]+\S|^[ \t]*\d{1,6}[ \t]{2}[a-z]|^[a-z][\w.-]*(?:[ \t]+[^\s-]\S*)+[ \t]+--[a-z][\w-]+(?:[= \t]|$)")
+# Class (round 17): a JWT's header alone (a token written `eyJ….<claims>.<signature>` in a document, cut at its `.`):
+# it names the algorithm and the key, public in every token signed.
+_JWT_HEADER_MEMBERS = frozenset({"alg", "typ", "kid", "cty", "x5t", "jku", "enc", "zip", "crit", "b64"})
+
+
+def _jwt_header(value: str) -> bool:
+    if not value.startswith("eyJ") or "." in value or len(value) > 400:
+        return False
+    try:
+        header = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+    except (ValueError, binascii.Error):
+        return False
+    return isinstance(header, dict) and bool(header) and set(header) <= _JWT_HEADER_MEMBERS
+
+
+# Class (round 17): an empty value and the comment after it (`OPENAI_API_KEY=    # https://…/api-keys`).
+_COMMENT = re.compile(r"(?:#|//)[ \t]")
 # One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).
 _NAME_ONLY = re.compile(r"[a-z]+(?:[_\-.][a-z]+)*|[A-Z]+(?:[_\-.][A-Z]+)*")
 

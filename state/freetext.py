@@ -51,7 +51,10 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     # after their words (`parool on …`, `salasana on …`: in English, `auth on node-12` is no copula).
     r"|hija|huwa|ná|ithi|(?:(?<=arool )|(?<=alasana )|(?<=alasõna )|(?<=alasanasi )|(?<=alasanani )|(?<=alasananne ))on"
     # Round 15: French's spoken `c'est` (`le mot de passe c'est …`).
-    r"|c['’]est)")
+    r"|c['’]est"
+    # Round 17: Haitian Creole's `se`, only right after its word or its word and a possessive (`modpas ou se …`: in
+    # English, `se` is no word).
+    r"|(?:(?<=odpas )|(?<=odpas ou )|(?<=odpas mwen )|(?<=odpas li )|(?<=odpas nou ))se)")
 # Round 15: Polish says `is` with `to` (`hasło do konta to …`), a copula only after Polish's word (`_polish_to`): in
 # English `password to the server` is no copula.
 _COPULA_JOIN = _COPULA[:-1] + "|to)"
@@ -85,7 +88,10 @@ _JOIN = re.compile(
     r"""|(?P<call>\([ \t]*(?=["']))"""
     # A label's colon, then the markup that closes the label and opens its value (a Word document's runs,
     # `Password: </w:t></w:r><w:r><w:t>…`; HTML's `<b>Password:</b> …`, `<td>Password:</td><td>…`).
-    r"""|(?P<markup>[ \t]*:[ \t]*(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}(?=[^\s<]))"""
+    # Round 17: or the label's element closed, and the value's opened on the next line (`<td>Passwort:</td>` then
+    # `<td class="mono">…</td>`).
+    r"""|(?P<markup>[ \t]*:[ \t]*(?:(?:</?[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?/?>[ \t]*){1,8}"""
+    r"""|(?:</[A-Za-z][\w:.-]*>[ \t]*){1,4}\r?\n[ \t]*(?:<[A-Za-z][\w:.-]*(?:[ \t]+[^<>\n]*)?>[ \t]*){1,4})(?=[^\s<]))"""
     # `is` (_COPULA), a dash, Armenian's `՝`, and the CJK joins that take no spaces (`密码是…`, `密码：…`, `パスワードは…`,
     # `비밀번호는…`).
     r"""|(?P<is>[ \t]+""" + _COPULA_JOIN + r"""(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*՝[ \t]*"""
@@ -106,6 +112,7 @@ _JOIN = re.compile(
     r"""|(?P<space>[ \t]+)"""
 )
 _SIGNATURE_HEADER = re.compile(r"(?:[A-Za-z0-9]+-)+(?i:signature)(?:-\d+)?")
+_HMAC_SIGNATURE = re.compile(r"(?i)hmac[_-]?signature")
 _SETTER = re.compile(r"(?<![A-Za-z0-9])(?:set|with|Set|With)_?[A-Z_]\w*\Z")
 _CALL_NAME = re.compile(r"""\w[ \t]*\([ \t]*["'][\w.\-]{0,80}\Z""")
 _ARGV_FLAG = re.compile(r"""(?<![\w"'])(["'])-{1,2}[\w.-]+\1\Z""")
@@ -444,6 +451,29 @@ _SNMP_USER = (
     re.compile(r"(?im)^[ \t]*createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-\d{3})?)[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+"
                r"(?:DES|AES(?:-?\d{3}C?)?)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,128}|[^\s\"']{6,128}))(?P=q)"),
 )
+# Class (round 17): MinIO's client given an alias's keys (`mc alias set <name> <url> <access key> <secret key>`, the
+# older `mc config host add …`): the third and the fourth argument.
+_MC_ALIAS = r"(?<![\w-])mc(?:li)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+"
+_MC_KEYS = tuple(
+    re.compile(_MC_ALIAS + skipped + r"(?P<q>['\"]?)(?P<secret>[^\s'\"]{8,128})(?P=q)(?=\s|\Z)")
+    for skipped in ("", r"(?:'[^'\n]*'|\"[^\"\n]*\"|\S+)[ \t]+")
+)
+# Class (round 17): a script a program runs to ask for a passphrase (`SSH_ASKPASS`, `GIT_ASKPASS`, `SUDO_ASKPASS`): what
+# it echoes, a line alone within a few lines after the name.
+_ASKPASS_ECHO = re.compile(
+    r"(?i:askpass)[^\n]*\n(?:[^\n]*\n){0,5}?[ \t]*(?:echo|printf(?:[ \t]+['\"]%s(?:\\n)?['\"])?)[ \t]+"
+    r"(?P<q>['\"]?)(?P<secret>(?(q)[^'\"\n]{6,256}|[^\s'\"$-][^\s'\"]{5,255}))(?P=q)[ \t]*\r?$",
+    re.M,
+)
+# Class (round 17): a camera's stream shared by a link whose path is its token (UniFi Protect's `rtsps://host:7441/<token>
+# ?enableSrtp`): one random-looking segment; a stream's name (`/live/ch00_0`, `/stream1`) is none.
+_STREAM_TOKEN = re.compile(r"rtsps?://[^\s/@'\"<>]{1,128}/(?P<secret>[A-Za-z0-9_-]{12,64})(?=[?\s'\"]|\Z)")
+
+
+def _random_segment(match: re.Match[str]) -> bool:
+    return looks_random(match.group("secret"))
+
+
 COMMANDS: tuple[CredentialCommand, ...] = (
     # Round 14: the password glued to `-p` in quotes too (`mysql -uroot -p'…'`).
     _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
@@ -528,6 +558,11 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     _form("identify", r"(?i:identify)[ \t]", _IDENTIFY.pattern, _shaped_or_digit),
     *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", _IPSEC_SECRET.pattern) for sign in _IPSEC_SIGNS),
     *(_form("createuser", r"(?i:createuser)[ \t]", form.pattern) for form in _SNMP_USER),
+    # Round 17's command classes (see above each form); Codecov's uploader takes its token after `-t`.
+    _tool("codecov", r"codecov(?:cli)?", r"[ \t](?:-t|--token)(?:[ \t]+|=)" + _VALUE),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", form.pattern) for sign in ("alias set", "host add") for form in _MC_KEYS),
+    _form("askpass", r"(?i:askpass)", _ASKPASS_ECHO.pattern),
+    _form("rtsp", r"(?i:rtsps?://)", _STREAM_TOKEN.pattern, _random_segment),
 )  # fmt: skip
 # Class (round 16): the lines of a file named for secrets (davfs2's `secrets`, ppp's `chap-secrets`, `ipsec.secrets`,
 # rsyncd's `rsyncd.secrets`), under its name in a comment or a `cat`: each line's last quoted field, or the password
@@ -843,6 +878,7 @@ _OPENING_TAGS = re.compile(
 )
 
 
+_CLOSED_LABEL = re.compile(r"(?:</[A-Za-z][\w:-]{0,20}>[ \t]*){1,4}(?:\r?\n[ \t]*)?")
 _NEXT_LINE = re.compile(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*")
 # A label a line break cut after the name, ended by a word or two and a colon on the next line (an e-mail wrapped
 # at 72 columns: `mot de passe` / `provisoire : …`, `password` / `(temporary): …`).
@@ -884,9 +920,18 @@ def _announced_after(text: str, pos: int) -> tuple[int, int] | None:
     if match is None:
         return None
     at = match.end()
+    if text.startswith("</", at):  # round 17: the label's element closed, the value in the next (on the next line too)
+        closed = _CLOSED_LABEL.match(text, at)
+        tags = None if closed is None else _OPENING_TAGS.match(text, closed.end())
+        bare = None if tags is None else _bare_value(text, tags.end())
+        return bare if bare is not None and bare[1] > bare[0] else None
     if at < len(text) and text[at] not in "\r\n":
         if not match.group("rest"):
             return None  # `user:pw`, `http:`: a colon inside a word joins nothing here
+        # Round 17: quoted, one word, the sentence going on after it (`…: "…" so Dagny …`); not a structure's member.
+        quoted = _QUOTED_VALUE.match(text, at)
+        if quoted is not None and not any(mark in match.group() for mark in "\"'`") and " " not in quoted.group(2):
+            return quoted.span(2)
         tags = _OPENING_TAGS.match(text, at)
         at = tags.end() if tags is not None else at
         bare = _bare_value(text, at)
@@ -1217,6 +1262,15 @@ _WIFI_IS = re.compile(
 # setting before the name on its line, then `to` after what it is for; the value must look like a credential.
 _SET_VERB = re.compile(r"(?i)\b(?:chang|set|reset|updat|rotat|switch)\w*\b")
 _SET_TO = re.compile(r"(?:[ \t]+(?!to\b)[^\W\d_]{1,20}){0,6}[ \t]+to[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)")
+# Class (round 17): the verb after the name, in the next clause, on the name as `it` (`the seed user had an expired
+# password; reset it to …`, `… the wifi password. I changed it to …`).
+_SET_IT_TO = re.compile(
+    r"[;,.:]?[ \t]+(?:(?:I|[Ww]e|[Tt]hey|[Hh]e|[Ss]he)[ \t]+(?:have[ \t]+|had[ \t]+|just[ \t]+)?)?(?i:chang|set|reset|updat|rotat|switch)\w*"
+    r"[ \t]+(?:it|this|that)[ \t]+to[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"<>]{6,128}?)(?P=q)[.,;:!?]*(?!\S)"
+)
+# Class (round 17): a two-word label of the credential itself, `Secret ID` (what Nomad's and Consul's ACL tokens and
+# Vault's AppRole call the token), spaced and aligned (`Secret ID    = …`).
+_SECRET_ID = re.compile(r"[ \t]+I[Dd][ \t]*[:=][ \t]*(?P<q>['\"]?)(?P<secret>[^\s'\"]{8,128})(?P=q)")
 # Class (round 15): the same said after the name, as Czech, Slovak and Polish say it (`heslo k účtu jsem změnila na …`,
 # `hasło zmieniłem na …`): a verb of changing or setting, then `na`, after at most eight words.
 _SET_NA = re.compile(
@@ -1321,6 +1375,10 @@ def _phrase(text: str, start: int, end: int) -> tuple[int, int] | None:
     return (start, end) if words >= _MIN_PHRASE_WORDS else None
 
 
+COOKIE_HEADER = re.compile(r"[ \t]*:[ \t]*[^\s=;]+=")
+_PASSWORD_MANAGER = re.compile(r"(?i)1password")
+
+
 def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
     """Where credentials stand in free text after a name without `:`/`=`, after a name that announces them, on a
     command line or in a cookie."""
@@ -1333,6 +1391,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         checked = end
         name = text[start:end].strip(".-_")
+        if COOKIE_HEADER.match(text, end) and normalise_key(name).endswith("cookie") or _PASSWORD_MANAGER.fullmatch(name):
+            continue  # round 17: a cookie header's pairs (read by _cookie_spans); a password manager's name (where, not what)
         if normalise_key(name).endswith(SOURCE_SUFFIXES) or names_a_hash(name) or under_encrypted_block(text, start):
             continue  # where the credential comes from (`--password-stdin`, `password_file`), or its hash, not the credential
         announcing = not is_sensitive(name, sensitive)
@@ -1343,13 +1403,18 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
             continue
         if announcing and (_WIFI.search(name) or _WIFI_BEFORE.search(text, max(0, start - 12), start)):
             announcing = False  # a wireless section's key is its passphrase (`wireless.radio0.key='…'`)
-        if announcing and (not _announces(name) or _public(text, start, name) or _SIGNATURE_HEADER.fullmatch(name)):
-            continue  # round 15: a request's signature header (`X-Twilio-Signature:`) carries a MAC of it, no key
+        if announcing and (not _announces(name) or _public(text, start, name) or _SIGNATURE_HEADER.fullmatch(name) or _HMAC_SIGNATURE.fullmatch(name)):
+            continue  # round 15: a request's signature header (`X-Twilio-Signature:`) carries a MAC of it, no key; round 17: a message's `hmacSignature` too
         if not announcing and (final := _FINAL_COPULA.match(text, end)) is not None and _qualified_value(final.group("secret")):
             yield final.span("secret")
         if not announcing and (set_to := _SET_TO.match(text, end)) is not None and _qualified_value(set_to.group("secret")):
             if _SET_VERB.search(_line_before(text, start)[-80:]):
                 yield set_to.span("secret")
+        if not announcing and (set_it := _SET_IT_TO.match(text, end)) is not None and _qualified_value(set_it.group("secret")):
+            yield set_it.span("secret")
+        if not announcing and name.lower() == "secret" and (secret_id := _SECRET_ID.match(text, end)) is not None:
+            yield secret_id.span("secret")
+            continue
         if not announcing and (set_na := _SET_NA.match(text, end)) is not None and _qualified_value(set_na.group("secret")):
             yield set_na.span("secret")
         if not announcing and (before := _SET_BEFORE.match(text, end)) is not None and _set_anew(before.group("secret")):
@@ -1614,22 +1679,43 @@ def _split_cells(line: str, delimiter: str, most: int = -1) -> list[str]:
     return line.split(delimiter, most)
 
 
+# Class (round 17): a cookie's value of words (a consent's `necessary%2Canalytics`, a language's `nb-NO`, `deleted`
+# that clears it) is a setting, no session.
+_WORDS_COOKIE = re.compile(r"[A-Za-z]{1,20}(?:(?:[-_,.:| ]|%2[Cc]|%20|%7[Cc])[A-Za-z]{1,20})*")
+
+
+# Class (round 17): a cookie jar in Netscape's format (curl's `-c`, a browser's export): seven fields a line, the value
+# last, behind its domain, flags, path, expiry and name.
+_COOKIE_FILE_LINE = re.compile(
+    r"(?m)^(?:#HttpOnly_)?[^\s#][^\t\n]*\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\n]+\t(?P<secret>[^\t\r\n]+)\r?$"
+)
+COOKIE_FILE_SIGNS = ("\ttrue\t", "\tfalse\t")
+
+
 def _cookie_spans(text: str) -> Iterator[tuple[int, int]]:
-    """Every cookie value of a Cookie header, the first pair's of a Set-Cookie header (whatever their names)."""
+    """Every cookie value of a Cookie header, the first pair's of a Set-Cookie header (whatever their names), but
+    a value of words."""
     for match in _COOKIE.finditer(text):
         offset = match.start("pairs")
         pairs = match.group("pairs").split(";")
         for pair in pairs[:1] if match.group("set") else pairs:
             name, sep, value = pair.partition("=")
-            if sep and value.strip():
+            if sep and value.strip() and not _WORDS_COOKIE.fullmatch(value.strip()):
                 value_start = offset + len(name) + 1 + (len(value) - len(value.lstrip()))
                 yield value_start, value_start + len(value.strip())
             offset += len(pair) + 1
+    if "\tTRUE\t" in text or "\tFALSE\t" in text:
+        for line in _COOKIE_FILE_LINE.finditer(text):
+            if not _WORDS_COOKIE.fullmatch(line.group("secret")) and is_maskable(line.group("secret")):
+                yield line.span("secret")
 
 
 
 # A cell of words only (`via SSO`, `see the vault`) says where a password is; a passphrase has a digit or a mark.
 _SPOKEN_CELL = re.compile(r"^[^\W\d_]+(?:[ \t]+[^\W\d_]+)*$")
+# Class (round 17): a header that says where the credential is kept (`Where is the secret?`, `Password location`): its
+# cells name places (`1Password "Partner SFTP"`, `Vault secret/…`), never the value.
+_WHERE_HEADER = re.compile(r"(?i)\b(?:where|location|stored|kept)\b")
 _BAR_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?")
 
 
@@ -1652,7 +1738,7 @@ def _bar_table_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int
         if i < next_free or line.count("|") < 2 or not _BAR_SEPARATOR.fullmatch(lines[i + 1].rstrip("\r")):
             continue
         names = [cell.strip().strip("*_`") for cell in _bar_cells(line)[1]]
-        columns = {k for k, name in enumerate(names) if name and is_sensitive(name, sensitive)}
+        columns = {k for k, name in enumerate(names) if name and is_sensitive(name, sensitive) and _WHERE_HEADER.search(name) is None}
         if not columns:
             continue
         next_free = len(lines)

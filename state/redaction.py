@@ -31,6 +31,8 @@ from state.failclosed import harmless_value, may_fail_closed
 from state.freetext import (
     CODES_SIGN,
     COMMANDS,
+    COOKIE_FILE_SIGNS,
+    COOKIE_HEADER,
     CRACKED_SIGN,
     EXPECT_SIGN,
     LOGIN_CLAUSE_SIGNS,
@@ -170,6 +172,7 @@ _FORM_SIGNS: dict[str, re.Pattern[str] | None] = {
     **{sign: re.compile(r"(?i:" + sign + r")[ \t]*\{[ \t]*\r?\n") for sign in SECRET_BLOCK_SIGNS},
     # Round 16: `secrets` both opens a block of them and ends a secrets file's name (one sign, one test for both).
     SECRETS_FILE_SIGN: re.compile(r"(?i:secrets)[ \t]*(?:\{[ \t]*\r?\n|\r?\n|\\r?\\n)"),
+    **{sign: re.compile(r"\t(?:TRUE|FALSE)\t") for sign in COOKIE_FILE_SIGNS},  # round 17: a cookie jar's lines
     **{sign.lower(): re.compile(r"(?<![A-Za-z0-9_])" + re.escape(sign)) for sign, _ in TOKEN_FORMATS},
 }  # fmt: skip
 _PATTERN_HINT = re.compile(
@@ -359,6 +362,8 @@ def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) 
             continue
         if learning and (names_a_hash(match.group("name")) or under_encrypted_block(text, match.start())):
             continue
+        if learning and COOKIE_HEADER.match(text, match.end("name")) and normalise_key(match.group("name")).endswith("cookie"):
+            continue  # round 17: a cookie header is learnt pair by pair (state.freetext's cookie rule), not whole
         span = _value_span(text, match)
         if span is not None and learning and match.group("sep") == ":" and _prose_label(text, match.start(), span[0]):
             continue

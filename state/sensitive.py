@@ -168,7 +168,9 @@ _ABOUT_A_CREDENTIAL = re.compile(
     r"(?:^|_)(?:(?:password|passwd|pass|pw|pwd|credential|credentials|secret|token)_(?:encryption|algorithm|method|scheme"
     r"|policy|requirements|store|storage|helper|provider|backend)|existing_secret|secret_name|secret_ref"
     # Round 16: where it is kept, as an address (Azure's `SecretUri`, `secret_url`, AWS's `secret_arn`, `secret_path`).
-    r"|secret_(?:uri|url|arn|path|version)|vault_(?:uri|url))$"
+    r"|secret_(?:uri|url|arn|path|version)|vault_(?:uri|url)"
+    # Round 17: where it is fetched from (Kafka's `sasl.oauthbearer.token.endpoint.url`, `token_url`, `token_endpoint`).
+    r"|(?:token|credential|credentials|secret)_(?:endpoint|url|uri)(?:_(?:url|uri))?)$"
 )
 
 
