@@ -24,10 +24,10 @@ import orjson
 import simdjson
 
 from awp_site.apierrors import ApiError
+from experiments.jsonb import MAX_DEPTH, nests_deeper_than
 
 T = TypeVar("T")
 
-MAX_DEPTH = 100
 
 
 class _NonFinite:
@@ -59,7 +59,7 @@ def parse_json_body(body: bytes) -> Any:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise _refusal(body, str(exc)) from None
-    if _nesting_exceeds(value, MAX_DEPTH, containers=body.count(b"{") + body.count(b"[")):
+    if nests_deeper_than(value, MAX_DEPTH, containers=body.count(b"{") + body.count(b"[")):
         raise ApiError(400, "json_too_deep", f"The JSON body nests deeper than {MAX_DEPTH} levels.", field="body", max_depth=MAX_DEPTH)
     if b"\\u0000" in body:
         field = _path_where(value, lambda item: isinstance(item, str) and "\x00" in item)
@@ -94,23 +94,6 @@ def _is_non_finite(item: Any) -> bool:
     if isinstance(item, float):
         return item != item or item in (float("inf"), float("-inf"))
     return isinstance(item, int) and not isinstance(item, bool) and abs(item) > 1.7976931348623157e308
-
-
-def _nesting_exceeds(value: Any, limit: int, *, containers: int) -> bool:
-    """Whether arrays/objects nest deeper than `limit`: level by level, containers only (skipped when the body
-    has too few brackets to be that deep). About as long as orjson's own parse of the body."""
-    if containers <= limit or (type(value) is not dict and type(value) is not list):
-        return False
-    level, depth = [value], 1
-    while level:
-        if depth > limit:
-            return True
-        deeper: list[Any] = []
-        for item in level:
-            children = item.values() if type(item) is dict else item
-            deeper.extend([child for child in children if type(child) is dict or type(child) is list])
-        level, depth = deeper, depth + 1
-    return False
 
 
 def _path_where(value: Any, found: Any) -> str | None:

@@ -58,8 +58,12 @@ class SecurityHeaders:
 
 
 class UrlGuard:
-    """Refuse a path or query string holding U+0000 (no lookup can match it; Postgres text cannot hold it):
-    400 `nul_character` naming the part, as JSON on /api/, as text on pages. Nothing behind it runs."""
+    """Refuse a path, query string or page form field holding U+0000 (no lookup can match it; Postgres text cannot
+    hold it): 400 `nul_character` naming the part, as JSON on /api/, as text on pages. Nothing behind it runs.
+
+    Form fields too, because most page actions read request.POST themselves (a token's name, a review's reason, a
+    declared secret) and each was a 500 with a NUL in it. Bodies the API and the OTLP receiver read as bytes are
+    judged by their own readers (awp_site.jsonbody, otel.decode) and are not parsed here."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -79,10 +83,17 @@ class UrlGuard:
 def _nul_in_url(request: HttpRequest) -> str | None:
     if "\x00" in request.path:
         return "path"
-    for key, values in request.GET.lists():
-        if "\x00" in key or any("\x00" in value for value in values):
-            return f"query.{key.replace(chr(0), '%00')[:100]}"
+    parts = [("query", request.GET)]
+    if request.method == "POST" and not request.path.startswith(_RAW_BODY_PATHS):
+        parts.append(("form", request.POST))
+    for part, data in parts:
+        for key, values in data.lists():
+            if "\x00" in key or any("\x00" in value for value in values):
+                return f"{part}.{key.replace(chr(0), '%00')[:100]}"
     return None
+
+
+_RAW_BODY_PATHS = ("/api/", "/otel/")
 
 
 class ApiBodyGuard:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -34,6 +33,7 @@ from awp_site.live import (
     render_run_fragments,
     run_group,
 )
+from experiments.jsonb import json_document
 from experiments.models import Event, Experiment, Run
 
 log = logging.getLogger(__name__)
@@ -199,10 +199,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
             self._pump_task.cancel()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            command = json.loads(text_data or "{}")
-        except ValueError:
-            return
+        command = json_document(text_data or "{}")
         if not isinstance(command, dict):
             return
         ack = command.get("ack")

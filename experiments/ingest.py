@@ -13,13 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
 
 from awp_site.live import announce_run_advanced, run_advanced_expression, run_advanced_statement
 from experiments.awp.events import EventSpec
-from experiments.jsonb import PayloadNotStorable, payload_json
+from experiments.jsonb import PayloadNotStorable, holds_non_finite, payload_json
 from experiments.models import Event, Experiment, Run, from_row
 from experiments.projections import IngestRefused, ProjectionContext, prepare, project
 
@@ -200,16 +201,27 @@ def _insert_values(row: Event, payload: bytes) -> list[Any]:
 
 
 def _storable(event: EventIn, ctx: ProjectionContext) -> tuple[dict[str, Any], bytes]:
-    """The payload and its jsonb text; an unstorable payload is refused (pushed) or kept as a marked repr (disk)."""
+    """The payload and its jsonb text; an unstorable payload is refused (pushed) or kept as a marked repr (disk).
+
+    The projectors read the payload returned here, so it is always the one the ledger holds: a NaN or an infinity
+    (which jsonb cannot hold, and orjson writes as null) is refused when pushed and read back as null from disk,
+    as a rebuild from the ledger would read it.
+    """
     if event.payload_bytes is not None:
         return event.payload, event.payload_bytes
     try:
-        return event.payload, payload_json(event.payload)
+        data = payload_json(event.payload)
     except PayloadNotStorable as exc:
         if ctx.strict:
             raise IngestRefused("invalid_payload", str(exc), dedupe_key=event.dedupe_key) from None
         kept = {"_unstorable": str(exc), "repr": repr(event.payload)[:20000]}
         return kept, payload_json(kept)
+    if b"null" in data and holds_non_finite(event.payload):
+        if ctx.strict:
+            message = "the payload holds NaN or Infinity, which JSON cannot carry; send a finite number or null"
+            raise IngestRefused("non_finite_number", message, dedupe_key=event.dedupe_key)
+        return orjson.loads(data), data
+    return event.payload, data
 
 
 def _event_row(run_pk: int, seq: int, event: EventIn, payload: dict[str, Any], now: Any) -> Event:

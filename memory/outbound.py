@@ -24,6 +24,7 @@ from typing import Any
 
 from django.conf import settings
 
+from experiments.jsonb import json_document
 from experiments.models import Experiment
 from memory import recall
 from state.config import state_settings
@@ -121,9 +122,8 @@ def inbound_text(experiment: Experiment, text: str) -> str:
 
 def _texts_of(text: str) -> list[str]:
     """The text, and when it is a JSON document (a model's usual answer) each string in it, scanned one by one."""
-    try:
-        document = json.loads(text)
-    except ValueError:
+    document = json_document(text)
+    if document is None:
         return [text]
     out = [text]
     stack = [document]

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from experiments.jsonb import json_document
 from state.redaction import REDACTED, row_starts, rows_holding
 from state.sharing import SharingPolicy, view_for
 
@@ -473,10 +474,9 @@ def parse_reflection(answer: str) -> str:
     if text.startswith("```"):
         text = text.strip("`").removeprefix("json").strip()
     if text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            raise MalformedReflection("The answer looks like JSON but does not parse.") from None
+        data = json_document(text)
+        if not isinstance(data, dict):
+            raise MalformedReflection("The answer looks like JSON but does not parse as an object.")
         belief = next((data.get(key) for key in ("belief", "reflection", "summary") if isinstance(data.get(key), str)), None)
         if belief is None:
             raise MalformedReflection('The JSON answer has no "belief" text.')

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,11 +149,33 @@ def _filtered_tools(result: HandlerResult, principal: Principal | None) -> Handl
     return result
 
 
+def unfit_argument(arguments: dict[str, Any]) -> tools.Refusal | None:
+    """The refusal of an argument no tool can use, naming it: a NUL character (no Postgres text holds one: it was an
+    unexplained `tool_failed`) or a NaN/Infinity (not JSON). What the API's one JSON reader refuses in a body."""
+    stack: list[tuple[str, Any]] = list(arguments.items())
+    while stack:
+        path, value = stack.pop()
+        field = path.replace("\x00", "\\u0000")[:200]
+        if isinstance(value, str) and "\x00" in value:
+            return tools.Refusal("nul_character", f"{field} contains the NUL character (\\u0000), which cannot be stored.", field=field)
+        if isinstance(value, float) and not math.isfinite(value):
+            return tools.Refusal("non_finite_number", f"{field} is NaN or Infinity; send a finite number.", field=field)
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{key}", key) for key in value)
+            stack.extend((f"{path}.{key}", item) for key, item in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+    return None
+
+
 async def run_tool(name: str, impl: Callable[..., dict[str, Any]], **kwargs: Any) -> CallToolResult:
     """Run `impl` for the current caller with the ORM off the event loop (token, scope and work in one hop)."""
     call = current_call.get()
     if call is None:
         raise ToolError(json.dumps(tools.Refusal("invalid_token", "No valid bearer token.").body()))
+    unfit = unfit_argument(kwargs)
+    if unfit is not None:
+        raise ToolError(json.dumps(unfit.body()))
     if "client" in kwargs:
         kwargs["client"] = f"MCP {call.client}"
     refused, body = await database_sync_to_async(tools.answer)(impl, call.credentials, scope=TOOL_SCOPES[name], **kwargs)

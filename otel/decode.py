@@ -12,6 +12,7 @@ import base64
 import binascii
 import gzip
 import io
+import math
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,24 +190,50 @@ def spans_of(request: ExportTraceServiceRequest) -> Decoded:
                 if parent and len(parent) != SPAN_ID_BYTES:
                     out.reject(f"span {span.name!r}: parentSpanId must be empty or {SPAN_ID_BYTES} bytes (16 hex digits)")
                     continue
-                out.spans.append(
-                    SpanIn(
-                        trace_id=trace_id.hex(),
-                        span_id=span_id.hex(),
-                        parent_span_id=parent.hex() if any(parent) else "",
-                        name=span.name,
-                        kind=int(span.kind),
-                        start_ns=int(span.start_time_unix_nano),
-                        end_ns=int(span.end_time_unix_nano),
-                        attributes=attributes_of(span.attributes),
-                        events=[(event.name, int(event.time_unix_nano), attributes_of(event.attributes)) for event in span.events],
-                        status_code=int(span.status.code),
-                        status_message=span.status.message,
-                        resource=resource,
-                        scope=scope,
-                    )
+                span_in = SpanIn(
+                    trace_id=trace_id.hex(),
+                    span_id=span_id.hex(),
+                    parent_span_id=parent.hex() if any(parent) else "",
+                    name=span.name,
+                    kind=int(span.kind),
+                    start_ns=int(span.start_time_unix_nano),
+                    end_ns=int(span.end_time_unix_nano),
+                    attributes=attributes_of(span.attributes),
+                    events=[(event.name, int(event.time_unix_nano), attributes_of(event.attributes)) for event in span.events],
+                    status_code=int(span.status.code),
+                    status_message=span.status.message,
+                    resource=resource,
+                    scope=scope,
                 )
+                unfit = unstorable_field(span_in)
+                if unfit:
+                    out.reject(f"span {span.name[:200]!r}: {unfit}")
+                    continue
+                out.spans.append(span_in)
     return out
+
+
+def unstorable_field(span: SpanIn) -> str:
+    """Why a span cannot go into the ledger as it is (a NUL character, which no Postgres text holds, or a NaN or
+    infinite number, which JSON cannot carry), naming the field; "" when it can."""
+    fields: list[tuple[str, Any]] = [("name", span.name), ("status.message", span.status_message), ("scope.name", span.scope)]
+    fields += [(f"attributes.{key}", (key, value)) for key, value in span.attributes.items()]
+    fields += [(f"resource.{key}", (key, value)) for key, value in span.resource.items()]
+    fields += [(f"events[{index}]", event) for index, event in enumerate(span.events)]
+    for where, value in fields:
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str) and "\x00" in item:
+                return f"{where[:200]!r} holds the NUL character (\\u0000), which cannot be stored"
+            if isinstance(item, float) and not math.isfinite(item):
+                return f"{where[:200]!r} holds NaN or Infinity; send a finite number"
+            if isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list | tuple):
+                stack.extend(item)
+    return ""
 
 
 def attributes_of(pairs: Any) -> dict[str, Any]:

@@ -20,11 +20,13 @@ span of the trace in the same export carries.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from experiments.awp.events import EventSpec
+from experiments.jsonb import json_document
 from otel.decode import SpanIn
 
 AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
@@ -144,18 +146,21 @@ def _iso(ns: int) -> str | None:
 
 
 def _number(value: Any) -> int | float | None:
+    """A count as a number the ledger can hold (a 64-bit integer or a finite float); None for anything else."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return value
     if isinstance(value, str):
         try:
-            return int(value)
+            value = int(value) if len(value) <= 20 else None
         except ValueError:
             try:
-                return float(value)
+                value = float(value)
             except ValueError:
                 return None
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     return None
 
 
@@ -167,12 +172,11 @@ def _first(attrs: dict[str, Any], *keys: str) -> Any:
 
 
 def _json_value(value: Any) -> Any:
-    """A JSON text attribute (messages, arguments) as its value; anything else as it is."""
+    """A JSON text attribute (messages, arguments) as its value; anything else (a text that is not a JSON document,
+    nests too deep or holds NaN) as it is."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
+        document = json_document(value, allow_nan=False)
+        return value if document is None else document
     return value
 
 

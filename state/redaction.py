@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from experiments.jsonb import json_document
 from state.detector_switch import fail_closed_enabled
 from state.failclosed import harmless_value, may_fail_closed
 from state.freetext import (
@@ -451,15 +452,10 @@ def _redact_text(text: str, sensitive: frozenset[str], known: KnownSecrets | Non
 
 
 def _redact_json_text(text: str, sensitive: frozenset[str], known: KnownSecrets | None, extra: frozenset[str]) -> str | None:
+    parsed = json_document(text)
+    if parsed is None:
+        return None
     stripped = text.strip()
-    if stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
-        return None
-    try:
-        parsed = json.loads(stripped)
-    except ValueError:
-        return None
-    if not isinstance(parsed, dict | list):
-        return None
     masked = _redact(parsed, sensitive, known, extra | secrets_in(parsed, sensitive, parse_text=False))
     if masked == parsed:
         return text
@@ -666,15 +662,10 @@ def _text_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
 
 
 def _read_secrets(text: str, sensitive: frozenset[str]) -> Iterator[str]:
-    stripped = text.strip()
-    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
-        try:
-            parsed = json.loads(stripped)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict | list):
-            yield from secrets_in(parsed, sensitive)
-            return
+    parsed = json_document(text)
+    if parsed is not None:
+        yield from secrets_in(parsed, sensitive)
+        return
     if not may_hold_announced(text, sensitive):
         return
     if name_hits(text, sensitive, announcing=False):

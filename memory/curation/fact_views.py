@@ -3,6 +3,7 @@ runs that carried it, lifecycle history, actions), and the facts one run carried
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
@@ -82,7 +83,7 @@ def fact_action(request: HttpRequest, experiment: Experiment, pk: int, action: s
         elif action == "supersede":
             target = lifecycle.supersede_fact(proposal=proposal, actor=user, text=request.POST.get("text", "")[:5000], reason=reason)
         elif action == "expire":
-            when = parse_datetime(request.POST.get("valid_until", "")) if request.POST.get("valid_until") else None
+            when = _moment(request.POST.get("valid_until", ""))
             lifecycle.set_valid_until(proposal=proposal, actor=user, valid_until=when)
         elif action in ("keep", "drop"):
             trial = proposal.trials.filter(status__in=[FactTrial.Status.RUNNING, FactTrial.Status.MEASURED]).first()
@@ -95,6 +96,19 @@ def fact_action(request: HttpRequest, experiment: Experiment, pk: int, action: s
         return HttpResponse(refusal.message, status=refusal.status, content_type="text/plain")
     messages.success(request, f"{target.short_id}: {action} done.")
     return redirect("curation:fact", experiment.slug, target.pk)
+
+
+def _moment(value: str) -> datetime | None:
+    """A form's date-time (None when empty); one that does not name a moment is refused (422), not a 500."""
+    if not value:
+        return None
+    try:
+        moment = parse_datetime(value)
+    except ValueError:  # well-formed but impossible: month 13, an offset of +99:00
+        moment = None
+    if moment is None:
+        raise ReviewRefused(422, "bad_valid_until", "valid_until must be a date and time like 2026-03-23T12:00.")
+    return moment
 
 
 @require_POST

@@ -56,6 +56,26 @@ def test_a_payload_jsonb_cannot_hold_is_refused_when_pushed_and_kept_marked_from
     assert "NUL" in stored.payload["_unstorable"] and "a\\x00b" in stored.payload["repr"]
 
 
+def test_a_non_finite_number_is_refused_when_pushed_and_projected_as_the_ledger_holds_it_from_disk():
+    """orjson writes NaN and Infinity as null: what the projectors read must be what the ledger holds (null), or a
+    projection the ledger cannot rebuild is written, and Postgres refuses the NaN a projector writes (a 500)."""
+    from experiments.projections import IngestRefused, ProjectionContext
+    from state.models import StateDelta
+
+    run = make_run()
+    result = {"score": float("nan"), "ratio": float("inf"), "ok": 1.5}
+    worker = EventIn(kind="worker.complete", dedupe_key="w1", agent_id="scorer", payload={"summary": "done", "result": result})
+    with pytest.raises(IngestRefused) as refused:
+        append_events(run, [worker], ctx=ProjectionContext(strict=True))
+    assert refused.value.code == "non_finite_number" and refused.value.dedupe_key == "w1"
+    assert not Event.objects.filter(run=run).exists()
+    append_events(run, [worker], ctx=ProjectionContext(strict=False, source="import"))
+    stored = Event.objects.get(run=run)
+    assert stored.payload["result"] == {"score": None, "ratio": None, "ok": 1.5}
+    assert StateDelta.objects.filter(run=run).exists()
+    assert "'score': None" in repr(list(StateDelta.objects.filter(run=run).values_list("value", flat=True)))
+
+
 def test_copy_text_escapes_survive_the_round_trip():
     run = make_run()
     tricky = {"path": "C:\\temp\\new", "tab": "a\tb", "nl": "x\ny", "quote": 'say "hi"', "uni": "für 42 ✓"}

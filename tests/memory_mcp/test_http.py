@@ -10,9 +10,10 @@ import pytest
 import requests
 
 from experiments.ingest import EventIn, append_events
-from experiments.models import Experiment
+from experiments.models import Event, Experiment
 from memory.curation.models import Evidence, Proposal
 from memory.longterm import write_long_term_version
+from memory.models import MemoryEntry
 from memory.services import Actor, write_memory
 from tests.factories import make_experiment, make_run, make_token
 from tests.memory_mcp.conftest import call, http_client
@@ -195,6 +196,42 @@ def test_bad_arguments_are_refused_naming_the_field(asgi_server, seeded) -> None
     assert empty[0] and empty[1]["code"] == "empty_query", empty
     assert version[0] and (version[1]["code"], version[1]["field"]) == ("version_not_found", "version"), version
     assert not Proposal.objects.filter(experiment=seeded).exists()
+
+
+NUL = "a\x00b"
+NUL_ARGUMENTS = [
+    ("memory_search", {"query": NUL}, "query"),
+    ("memory_search", {"query": "x", "mode": "agent_filter", "agent_filter": ["w", NUL]}, "agent_filter[1]"),
+    ("memory_recall", {"query": "x", "agent_id": NUL}, "agent_id"),
+    ("memory_prior", {"run_id": NUL}, "run_id"),
+    ("memory_propose", {"statement": NUL}, "statement"),
+    ("memory_propose", {"statement": "A fact.", "idempotency_key": NUL}, "idempotency_key"),
+    ("memory_propose", {"statement": "A fact.", "evidence": NUL}, "evidence"),
+    ("memory_propose", {"statement": "A fact.", "agent_id": NUL}, "agent_id"),
+    ("memory_note", {"content": NUL}, "content"),
+    ("memory_note", {"content": "x", "agent_id": NUL}, "agent_id"),
+    ("board_post", {"run_id": NUL, "topic": "t"}, "run_id"),
+    ("board_post", {"run_id": "run-gateway", "topic": "t", "payload": {"k": [NUL]}}, "payload.k[0]"),
+    ("board_read", {"run_id": "run-gateway", "topic": NUL}, "topic"),
+    ("state_get", {"run_id": NUL}, "run_id"),
+    ("board_post", {"run_id": "run-gateway", "topic": "t", "payload": {"score": float("nan")}}, "payload.score"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "field"), NUL_ARGUMENTS, ids=[f"{t}-{f}" for t, _, f in NUL_ARGUMENTS])
+def test_an_argument_no_tool_can_use_is_refused_naming_it_never_an_unexplained_failure(asgi_server, seeded, tool, arguments, field) -> None:
+    """A NUL character in any string argument was an unexpected exception (`tool_failed`, a traceback in the log: the
+    MCP form of a 500) in most tools; NaN is not JSON. Both are refused by name before any tool runs."""
+    token = make_token(seeded, ["memory:read", "memory:write"])
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}, allow_nan=True)
+    before = (Proposal.objects.count(), Event.objects.count(), MemoryEntry.objects.count())
+    response = requests.post(f"{asgi_server.url}/mcp/", data=body, headers=headers, timeout=60)
+    assert response.status_code == 200, response.text[:300]
+    result = response.json()["result"]
+    refusal = json.loads(result["content"][0]["text"])
+    assert result["isError"] and refusal["code"] in ("nul_character", "non_finite_number") and refusal["field"] == field, refusal
+    assert (Proposal.objects.count(), Event.objects.count(), MemoryEntry.objects.count()) == before
 
 
 def test_board_state_prior_pool_and_review_tools(asgi_server, seeded) -> None:

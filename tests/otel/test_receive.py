@@ -168,3 +168,67 @@ def test_overload_answers_503_with_retry_after(experiment, settings, monkeypatch
     response = send(Client(), make_token(experiment), protobuf_body(collected()))
     assert response.status_code == 503 and response["Retry-After"].isdigit()
     assert not Event.objects.exists()
+
+
+def _export(*spans: dict[str, object]) -> bytes:
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}).encode()
+
+
+def _span(span_id: str, attributes: dict[str, dict[str, object]], name: str = "invoke_agent planner") -> dict[str, object]:
+    return {
+        "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": span_id, "name": name,
+        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
+        "attributes": [{"key": key, "value": value} for key, value in attributes.items()],
+    }  # fmt: skip
+
+
+AGENT = {"gen_ai.operation.name": {"stringValue": "invoke_agent"}}
+CHAT = {"gen_ai.operation.name": {"stringValue": "chat"}}
+
+
+@pytest.mark.parametrize(
+    ("attributes", "field"),
+    [
+        ({**AGENT, "gen_ai.agent.name": {"stringValue": "plan\u0000ner"}}, "attributes.gen_ai.agent.name"),
+        ({"gen_ai.conversation.id": {"stringValue": "conv\u0000"}}, "attributes.gen_ai.conversation.id"),
+        ({"note": {"stringValue": "a\u0000b"}}, "attributes.note"),
+        ({"score": {"doubleValue": "NaN"}}, "attributes.score"),
+        ({**CHAT, "gen_ai.usage.input_tokens": {"doubleValue": "Infinity"}}, "attributes.gen_ai.usage.input_tokens"),
+        ({"nested": {"kvlistValue": {"values": [{"key": "x", "value": {"arrayValue": {"values": [{"doubleValue": "-Infinity"}]}}}]}}}, "attributes.nested"),
+    ],
+)
+def test_a_span_holding_nul_or_a_non_finite_number_is_rejected_naming_the_field_and_the_others_go_in(experiment, attributes, field):
+    good = _span("b7ad6b7169203331", AGENT)
+    response = send(Client(raise_request_exception=False), make_token(experiment), _export(good, _span("c7ad6b7169203332", attributes)), JSON)
+    assert response.status_code == 200, response.content[:300]
+    partial = response.json()["partialSuccess"]
+    assert int(partial["rejectedSpans"]) == 1 and field in partial["errorMessage"], partial
+    assert list(Event.objects.filter(ts_source="span").exclude(kind__startswith="run.").values_list("payload__span_id", flat=True)) == ["b7ad6b7169203331"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 5000 + "]" * 5000, "[" * 900 + "]" * 900, '[{"role": "user", "content": NaN}]', '{"a": ' * 400 + "1" + "}" * 400],
+    ids=["5000 deep", "900 deep", "NaN", "400 deep object"],
+)
+def test_a_message_attribute_that_is_hostile_json_text_is_kept_as_text(experiment, text):
+    """Message and argument attributes are JSON texts read as documents; a text that nests too deep or holds NaN is
+    not one: it goes in as the text it is (a deep one used to be a RecursionError, NaN a 500 from Postgres)."""
+    attributes = {**AGENT, "gen_ai.input.messages": {"stringValue": text}, "gen_ai.output.messages": {"stringValue": text}}
+    tool = _span("d7ad6b7169203333", {"gen_ai.operation.name": {"stringValue": "execute_tool"}, "gen_ai.tool.call.arguments": {"stringValue": text}}, name="execute_tool t")
+    tool["parentSpanId"] = "b7ad6b7169203331"
+    response = send(Client(raise_request_exception=False), make_token(experiment), _export(_span("b7ad6b7169203331", attributes), tool), JSON)
+    assert response.status_code == 200 and response.json() == {}, response.content[:300]
+    assert Event.objects.get(kind="worker.complete").payload["input"] == text
+    assert Event.objects.get(kind="tool.call").payload["arguments"] == text
+
+
+@pytest.mark.parametrize("value", ["nan", "-inf", "1e400", "9" * 400])
+def test_token_counts_that_are_no_number_the_ledger_holds_are_left_out(experiment, value):
+    parent = _span("b7ad6b7169203331", AGENT)
+    chat = _span("e7ad6b7169203334", {**CHAT, "gen_ai.usage.input_tokens": {"stringValue": value}, "gen_ai.usage.output_tokens": {"intValue": "7"}}, name="chat m")
+    chat["parentSpanId"] = "b7ad6b7169203331"
+    response = send(Client(raise_request_exception=False), make_token(experiment), _export(parent, chat), JSON)
+    assert response.status_code == 200, response.content[:300]
+    payload = Event.objects.get(kind="metric.model_call").payload
+    assert payload["input_tokens"] == 0 and payload["output_tokens"] == 7

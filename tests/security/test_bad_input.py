@@ -110,3 +110,31 @@ def test_a_batch_over_the_event_limit_is_refused_whole(target, settings):
     assert response.status_code == 413 and response.json()["code"] == "batch_too_large"
     assert ledger() == before
     assert Run.objects.filter(run_id="bad-input").count() == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 5000 + "]" * 5000, "[" * 900 + "]" * 900, '{"a": ' * 600 + '{"password": "hunter2-Tq8v"}' + "}" * 600],
+    ids=["5000 deep", "900 deep", "600 deep object"],
+)
+def test_a_text_that_is_deeply_nested_json_is_stored_and_read_back_without_a_5xx(target, text):
+    """A string is a string, whatever it spells: the JSON body is shallow, but redaction and the detector read a text
+    that looks like a JSON document as one, and a deep one was a RecursionError (a 500, and a traceback the log's
+    own masking crashed on) on the push, the memory write and every read of it."""
+    server, experiment, token = target
+    events = [
+        {"kind": "worker.complete", "agent_id": "deep", "idempotency_key": "deep-w", "payload": {"worker_id": "deep", "output": text, "result": text}},
+        {"kind": "memory.write", "agent_id": "deep", "idempotency_key": "deep-m", "payload": {"content": text, "target": "daily"}},
+        {"kind": "log", "idempotency_key": "deep-l", "payload": {"msg": text}},
+    ]
+    response = push(server.url, token, "bad-input", events)
+    assert response.status_code == 200, (response.status_code, response.text[:300])
+    headers = {"Authorization": f"Bearer {token}"}
+    reads = [
+        requests.get(f"{server.url}/api/v1/runs/bad-input/events", headers=headers, timeout=60),
+        requests.get(f"{server.url}/api/v1/runs/bad-input/state", headers=headers, timeout=60),
+        requests.post(f"{server.url}/api/v1/experiments/{experiment.slug}/memory/search", json={"query": "deep"}, headers=headers, timeout=60),
+        requests.post(f"{server.url}/api/v1/experiments/{experiment.slug}/memory/write", json={"content": text, "agent_id": "deep"}, headers={"Authorization": f"Bearer {make_token(experiment, ['memory:write'])}"}, timeout=60),
+    ]
+    assert [r.status_code for r in reads] == [200] * 4, [(r.status_code, r.text[:200]) for r in reads]
+    assert "hunter2-Tq8v" not in reads[0].text
