@@ -23,6 +23,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from awp_site.apierrors import ApiError
+from experiments.jsonb import json_document
 from memory_mcp.principal import AGENT_HEADER, Credentials, authenticate
 
 if TYPE_CHECKING:
@@ -69,6 +70,59 @@ def _allowed(host: str) -> bool:
     return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
 
 
+async def _read_body(receive: Any, limit: int) -> tuple[bytes, Any]:
+    """The request's body (up to `limit` bytes and one more, enough for the SDK to refuse a larger one), and a
+    `receive` that hands it on as one message, then whatever the client sends next (its disconnect)."""
+    chunks: list[bytes] = []
+    size, more = 0, True
+    while more and size <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"", _replay([message], receive)
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        more = message.get("more_body", False)
+    body = b"".join(chunks)
+    return body, _replay([{"type": "http.request", "body": body, "more_body": more}], receive)
+
+
+def _replay(messages: list[dict[str, Any]], receive: Any) -> Any:
+    async def replayed() -> dict[str, Any]:
+        return messages.pop(0) if messages else await receive()
+
+    return replayed
+
+
+def _unanswerable_id(body: bytes) -> str:
+    """Why a request's id can never be answered, or "": JSON-RPC ids are strings or integers (MCP: never null).
+    The SDK reads any other id as a notification and drops the call with a bare 202, leaving the client waiting."""
+    if b'"id"' not in body or b'"method"' not in body:
+        return ""
+    try:
+        document = json_document(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        return ""
+    if not isinstance(document, dict) or "id" not in document or "method" not in document:
+        return ""
+    ident = document["id"]
+    if isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool)):
+        return ""
+    return f"Invalid Request: id must be a string or an integer, not {_json_kind(ident)}."
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", float: "a fractional number", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+async def _json_rpc_refusal(send: Any, message: str) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
+    await _with_headers(send)({"type": "http.response.start", "status": 400,
+                               "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
 class McpMount:
     """The ASGI app for /mcp/: everything else goes to `fallback` (Django)."""
 
@@ -93,6 +147,11 @@ class McpMount:
         if origin and not _allowed(urlsplit(origin).netloc):
             await _answer(send, 403, "invalid_origin", "Requests from this origin are not accepted.")
             return
+        if scope.get("method") != "POST":
+            # Stateless with JSON answers: no event stream to open with GET (the SDK's would stay open forever,
+            # pinning a connection per call) and no session to end with DELETE. The MCP transport answers 405.
+            await _answer(send, 405, "method_not_allowed", "The MCP endpoint takes POST only (stateless, JSON answers).", [(b"allow", b"POST")])
+            return
         scheme, _, secret = _header(scope, b"authorization").partition(" ")
         secret = secret.strip() if scheme.lower() == "bearer" else ""
         credentials = Credentials(
@@ -112,6 +171,11 @@ class McpMount:
                               [(b"www-authenticate", b'Bearer realm="awp-mcp"')])  # fmt: skip
                 return
             self._remember(secret)
+        body, receive = await _read_body(receive, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        unanswerable = _unanswerable_id(body)
+        if unanswerable:
+            await _json_rpc_refusal(send, unanswerable)
+            return
         manager = await self._running_manager()
         # A fresh state dict per request: credentials must never leak into another request's scope.
         scoped = {**scope, "state": {**scope.get("state", {}), "awp_credentials": credentials}}

@@ -319,3 +319,24 @@ def test_a_revoked_token_stops_at_the_next_call(asgi_server, seeded) -> None:
 
     first_failed, (second_failed, second) = asyncio.run(scenario())
     assert first_failed is False and second_failed and second["code"] == "invalid_token"
+
+
+def test_a_method_or_an_id_the_endpoint_cannot_answer_is_refused_at_once(asgi_server, seeded) -> None:
+    """GET opened the SDK's event stream, which never ends in stateless mode (a connection pinned per call), and an
+    id that is no string or integer was read as a notification and dropped with a bare 202."""
+    token = make_token(seeded, ["memory:read"])
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    for method in ("GET", "DELETE", "PUT"):
+        refused = requests.request(method, f"{asgi_server.url}/mcp/", headers=headers, timeout=10)
+        assert (refused.status_code, refused.json()["code"], refused.headers["allow"]) == (405, "method_not_allowed", "POST"), method
+    for ident in (1.5, {"a": 1}, True, [1], None):
+        body = {"jsonrpc": "2.0", "id": ident, "method": "tools/list", "params": {}}
+        answer = requests.post(f"{asgi_server.url}/mcp/", json=body, headers=headers, timeout=10)
+        assert answer.status_code == 400, (ident, answer.status_code, answer.text)
+        assert answer.json()["error"]["code"] == -32600 and "id must be a string or an integer" in answer.json()["error"]["message"]
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    for ident in ("call-1", 7):
+        served = requests.post(f"{asgi_server.url}/mcp/", json={"jsonrpc": "2.0", "id": ident, "method": "tools/list", "params": {}}, headers=headers, timeout=10)
+        assert served.status_code == 200 and served.json()["id"] == ident and served.json()["result"]["tools"]
+    notified = requests.post(f"{asgi_server.url}/mcp/", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=10)
+    assert notified.status_code == 202
