@@ -1,0 +1,1598 @@
+"""The HOLDOUT18 part of the secret corpus: an eighteenth blind part, written after HOLDOUT to HOLDOUT17.
+
+Written blind: its author read only the `Document` type and the corpus docstring, the structure test of the blind
+parts, the HOLDOUT17 generator (as the model of the interface, whose value helpers it borrows) and the shape names
+of every earlier part (only to avoid reusing them); never the detector, its rules, docs, tests, state or figures,
+and no document was run through a detector, a redactor or a secret scanner. It is weighted like the world an
+agent works in, in 2026: about two thirds everyday text in forms the earlier shape names have not used, one third
+long tail:
+
+- an agent's own transcript: it reads a file holding a key and quotes it back, summarises a config, writes a
+  plan that includes a password, explains an error that contains a token, answers a user by pasting a credential,
+  hands a value to a sub-agent, records it in a scratchpad or a memory note;
+- developer and ops work: shell sessions (bash, zsh, fish, PowerShell, xonsh, tmux and screen logs, script(1)
+  typescripts), CI logs, configs of many real tools in .env, INI, TOML, YAML, JSON, HCL, XML, properties, Lua,
+  Nix and Starlark, container and cluster manifests, HTTP clients and traces, SDK code in many languages,
+  connection strings, tool-call JSON, stack traces quoting a config, Markdown/HTML/tables, runbooks;
+- people pasting or telling a password in chat, e-mail and tickets in English and many other languages and
+  scripts;
+- the long tail: niche tools, devices, firmware consoles, old protocols, scientific and finance software, odd
+  layouts (wrapped lines, escaped JSON inside logs, CSV exports, diff hunks, quoted-printable mail, YAML anchors).
+
+Each credential document plants one or two values that appear verbatim in its text, each 8 characters or more,
+drawn from the seeded `random.Random` and shaped as the vendor's published format where there is one. Every
+credential a document holds is planted; usernames, ids, public keys, hashes and masked echoes are not. A
+base64-wrapped or URL-encoded secret is planted as the text that appears.
+
+Clean documents hold no credential but look-alikes: hashes, ids, UUIDs, commit SHAs, placeholders, env
+references, token counts, public keys, ciphertexts, prose about passwords, masked echoes and configs of
+non-secret settings.
+
+SEED = 2026120618. `documents(seed)` (alias `generate`) gives one document per credential shape, then the clean
+ones.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+import re
+import string
+import textwrap
+import urllib.parse
+import uuid
+from collections.abc import Callable
+
+from tests.corpus.secrets import Document
+
+SEED = 2026120618
+
+Made = tuple[str, tuple[str, ...]]
+Maker = Callable[[random.Random], str]
+_CRED: list[tuple[str, Callable[[random.Random], Made]]] = []
+_CLEAN: list[tuple[str, Callable[[random.Random], str]]] = []
+
+# ---- value makers -----------------------------------------------------------------------------------------
+
+_AN = string.ascii_letters + string.digits
+_LO = string.ascii_lowercase + string.digits
+_UPA = string.ascii_uppercase + string.digits
+_HEXS = "0123456789abcdef"
+_B32S = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_BECH = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+_URL = _AN + "-_"
+_WORDS = tuple(
+    """
+    acorn basalt cobalt dune eider fjord garnet harbor indigo juniper kestrel lagoon marlin nimbus orchid
+    pebble quartz raven saffron tamarind umber velvet walnut yarrow zephyr almond beacon cactus delta ember
+    falcon glacier hickory iris jetty kumquat lantern meadow nectar oak papaya quill ripple spruce thistle
+    tulip urchin violet willow yucca zodiac bison cedar dahlia egret fig gecko heron ivy jade koala lotus
+    """.split()
+)
+
+
+def chars(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def _has(v: str, *tests: Callable[[str], bool]) -> bool:
+    return all(any(t(c) for c in v) for t in tests)
+
+
+def an(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _AN, n)
+        if _has(v, str.isdigit, str.islower, str.isupper):
+            return v
+
+
+def lo(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _LO, n)
+        if _has(v, str.isdigit, str.isalpha):
+            return v
+
+
+def up(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _UPA, n)
+        if _has(v, str.isdigit, str.isalpha):
+            return v
+
+
+def hx(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _HEXS, n)
+        if _has(v, str.isdigit, str.isalpha):
+            return v
+
+
+def ul(rng: random.Random, n: int) -> str:
+    while True:
+        v = chars(rng, _URL, n)
+        if _has(v, str.isdigit, str.islower, str.isupper):
+            return v
+
+
+def b64(rng: random.Random, nbytes: int) -> str:
+    return base64.b64encode(rng.randbytes(nbytes)).decode()
+
+
+def b64u(rng: random.Random, nbytes: int) -> str:
+    return base64.urlsafe_b64encode(rng.randbytes(nbytes)).decode().rstrip("=")
+
+
+def sym(rng: random.Random, n: int, marks: str = "!#%*+-=?@^_~.") -> str:
+    while True:
+        v = rng.choice(string.ascii_letters) + chars(rng, _AN + marks * 2, n - 1)
+        if _has(v, lambda c: c in marks, str.isdigit, str.isupper, str.islower):
+            return v
+
+
+def safe(rng: random.Random, n: int) -> str:
+    """A generated password whose marks survive URLs, XML, JSON, YAML and shell quoting unescaped."""
+    return sym(rng, n, "-_.~")
+
+
+def person(rng: random.Random) -> str:
+    """What a person picks: a capitalised word, maybe another, a number or a year, maybe a mark."""
+    while True:
+        w = rng.choice(_WORDS).capitalize()
+        if rng.random() < 0.5:
+            w += rng.choice(["", "-", "."]) + rng.choice(_WORDS)
+        v = w + str(rng.choice([rng.randint(10, 99), rng.randint(1975, 2026), rng.randint(100, 9999)]))
+        v += rng.choice(["", "!", "#", "*", "?", "@", "+"])
+        if len(v) >= 9:
+            return v
+
+
+def phrase(rng: random.Random, n: int = 4, sep: str = "-") -> str:
+    """A generated passphrase: n words, one capitalised, with a digit, as Bitwarden and 1Password make them."""
+    ws = rng.sample(_WORDS, n)
+    i = rng.randrange(n)
+    ws[i] = ws[i].capitalize()
+    j = rng.randrange(n)
+    ws[j] = ws[j] + str(rng.randint(0, 9))
+    return sep.join(ws)
+
+
+def apple(rng: random.Random) -> str:
+    """Safari's strong password: three groups of six, one capital and one digit."""
+    while True:
+        v = "-".join(chars(rng, string.ascii_lowercase + string.digits, 6) for _ in range(3))
+        i = rng.choice([k for k, c in enumerate(v) if c.isalpha()])
+        v = v[:i] + v[i].upper() + v[i + 1 :]
+        if _has(v, str.isdigit):
+            return v
+
+
+def pwgen(rng: random.Random, n: int = 10) -> str:
+    """pwgen's pronounceable style: consonant-vowel runs with a capital and a digit."""
+    cons, vows = "bcdfghjkmnprstvwxz", "aeiou"
+    while True:
+        s = "".join(rng.choice(cons if k % 2 == 0 else vows) for k in range(n - 1))
+        i = rng.randrange(n - 1)
+        s = s[:i] + s[i].upper() + s[i + 1 :]
+        k = rng.randrange(n)
+        v = s[:k] + str(rng.randint(0, 9)) + s[k:]
+        if _has(v, str.isupper):
+            return v
+
+
+def temp_pw(rng: random.Random) -> str:
+    """A helpdesk temporary password: Capital, lower letters, digits, sometimes a mark (Entra style)."""
+    return (
+        rng.choice(string.ascii_uppercase)
+        + chars(rng, string.ascii_lowercase, 2)
+        + chars(rng, string.digits, 5)
+        + rng.choice(["", "!", "$"])
+    )
+
+
+def uid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def dg(rng: random.Random, n: int) -> str:
+    return str(rng.randint(1, 9)) + chars(rng, string.digits, n - 1)
+
+
+def seg(obj: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def jwt(rng: random.Random, claims: dict, alg: str = "HS256") -> str:
+    size = 32 if alg.startswith("HS") else 64 if alg in ("EdDSA", "ES256") else 256
+    return f"{seg({'alg': alg, 'typ': 'JWT'})}.{seg(claims)}.{b64u(rng, size)}"
+
+
+def pem(
+    rng: random.Random, kind: str = "PRIVATE KEY", head: str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", n: int = 6
+) -> str:
+    lines = [(head + b64(rng, 60))[:64]] + [b64(rng, 48) for _ in range(n - 1)] + [b64(rng, 19)]
+    return "\n".join([f"-----BEGIN {kind}-----", *lines, f"-----END {kind}-----"])
+
+
+def openssh_key(rng: random.Random) -> str:
+    head = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+    lines = [head, b64(rng, 51), b64(rng, 51), b64(rng, 51), b64(rng, 30)]
+    return "\n".join(["-----BEGIN OPENSSH PRIVATE KEY-----", *lines, "-----END OPENSSH PRIVATE KEY-----"])
+
+
+def basic(u: str, p: str) -> str:
+    return base64.b64encode(f"{u}:{p}".encode()).decode()
+
+
+def pct(v: str) -> str:
+    return urllib.parse.quote(v, safe="")
+
+
+def jd(obj: object, indent: int | None = 2) -> str:
+    return json.dumps(obj, indent=indent, ensure_ascii=False)
+
+
+def jc(obj: object) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+# ---- maker factories ----------------------------------------------------------------------------------------
+
+
+def cat(*parts: str | Maker) -> Maker:
+    return lambda rng: "".join(p if isinstance(p, str) else p(rng) for p in parts)
+
+
+def AN(n: int) -> Maker:
+    return lambda rng: an(rng, n)
+
+
+def LO(n: int) -> Maker:
+    return lambda rng: lo(rng, n)
+
+
+def UP(n: int) -> Maker:
+    return lambda rng: up(rng, n)
+
+
+def HX(n: int) -> Maker:
+    return lambda rng: hx(rng, n)
+
+
+def HXU(n: int) -> Maker:
+    return lambda rng: hx(rng, n).upper()
+
+
+def UL(n: int) -> Maker:
+    return lambda rng: ul(rng, n)
+
+
+def B64(n: int) -> Maker:
+    return lambda rng: b64(rng, n)
+
+
+def B64U(n: int) -> Maker:
+    return lambda rng: b64u(rng, n)
+
+
+def SYM(n: int, marks: str = "!#%*+-=?@^_~.") -> Maker:
+    return lambda rng: sym(rng, n, marks)
+
+
+def SAFE(n: int) -> Maker:
+    return lambda rng: safe(rng, n)
+
+
+def DG(n: int) -> Maker:
+    return lambda rng: dg(rng, n)
+
+
+def PHRASE(n: int = 4, sep: str = "-") -> Maker:
+    return lambda rng: phrase(rng, n, sep)
+
+
+def PWGEN(n: int = 10) -> Maker:
+    return lambda rng: pwgen(rng, n)
+
+
+def JWT(claims: dict, alg: str = "HS256") -> Maker:
+    return lambda rng: jwt(rng, claims, alg)
+
+
+PERSON: Maker = person
+APPLE: Maker = apple
+TEMP: Maker = temp_pw
+UUID: Maker = uid
+PEM: Maker = pem
+RSA_PEM: Maker = lambda rng: pem(rng, "RSA PRIVATE KEY", "MIIEpAIBAAKCAQEA", 7)  # noqa: E731
+EC_PEM: Maker = lambda rng: pem(rng, "EC PRIVATE KEY", "MHcCAQEEI", 2)  # noqa: E731
+OSSH: Maker = openssh_key
+
+# ---- vendor formats (published prefixes and lengths) ---------------------------------------------------------
+
+OPENAI = cat("sk-proj-", UL(74), "T3BlbkFJ", UL(74))
+OPENAI_ADMIN = cat("sk-admin-", UL(74), "T3BlbkFJ", UL(74))
+ANTHROPIC = cat("sk-ant-api03-", UL(93), "AA")
+ANTHROPIC_ADMIN = cat("sk-ant-admin01-", UL(93), "AA")
+OPENROUTER = cat("sk-or-v1-", HX(64))
+GROQ = cat("gsk_", AN(52))
+XAI = cat("xai-", AN(80))
+PPLX = cat("pplx-", AN(48))
+MISTRAL = AN(32)
+COHERE = AN(40)
+TOGETHER = cat("tgp_v1_", UL(43))
+FIREWORKS = cat("fw_", AN(24))
+DEEPSEEK = cat("sk-", HX(32))
+REPLICATE = cat("r8_", AN(37))
+HF = cat("hf_", lambda r: chars(r, string.ascii_letters, 34))
+GOOGLE = cat("AIza", UL(35))
+LANGSMITH = cat("lsv2_pt_", HX(32), "_", HX(10))
+LANGFUSE_SK = cat("sk-lf-", UUID)
+PINECONE = cat("pcsk_", AN(6), "_", AN(63))
+TAVILY = cat("tvly-dev-", AN(32))
+FIRECRAWL = cat("fc-", HX(32))
+ELEVEN = cat("sk_", HX(48))
+CEREBRAS = cat("csk-", LO(48))
+GHP = cat("ghp_", AN(36))
+GHO = cat("gho_", AN(36))
+GHU = cat("ghu_", AN(36))
+GHS = cat("ghs_", AN(36))
+GH_FINE = cat("github_pat_11", UP(22), "_", AN(59))
+GLPAT = cat("glpat-", UL(20))
+GLDT = cat("gldt-", UL(20))
+ATLASSIAN = cat("ATATT3xFfGF0", UL(170), "=", HXU(8))
+BB_APP = cat("ATBB", AN(28), HXU(8))
+LINEAR = cat("lin_api_", AN(40))
+NOTION = cat("ntn_", DG(11), AN(35))
+AIRTABLE = cat("pat", AN(14), ".", HX(64))
+SLACK_BOT = cat("xoxb-", DG(12), "-", DG(13), "-", AN(24))
+SLACK_USER = cat("xoxp-", DG(12), "-", DG(12), "-", DG(13), "-", HX(32))
+SLACK_APP = cat("xapp-1-A", UP(10), "-", DG(13), "-", HX(64))
+SLACK_HOOK = cat("https://hooks.slack.com/services/T", UP(10), "/B", UP(10), "/", AN(24))
+DISCORD_HOOK = cat("https://discord.com/api/webhooks/", DG(19), "/", UL(68))
+STRIPE_SK = cat("sk_live_51", AN(97))
+STRIPE_RK = cat("rk_live_51", AN(97))
+STRIPE_WH = cat("whsec_", AN(32))
+TWILIO_TOKEN = HX(32)
+SENDGRID = cat("SG.", UL(22), ".", UL(43))
+MAILGUN = cat(HX(32), "-", HX(8), "-", HX(8))
+RESEND = cat("re_", AN(8), "_", AN(24))
+MAILCHIMP = lambda r: hx(r, 32) + "-us" + str(r.randint(2, 21))  # noqa: E731
+BREVO = cat("xkeysib-", HX(64), "-", AN(16))
+SHOPIFY = cat("shpat_", HX(32))
+SHOPIFY_SS = cat("shpss_", HX(32))
+SQUARE = cat("EAAA", UL(60))
+PAYPAL_SECRET = cat("E", UL(79))
+PAYSTACK = cat("sk_live_", HX(40))
+MOLLIE = cat("live_", AN(30))
+DD_API = HX(32)
+DD_APP = HX(40)
+NEWRELIC = cat("NRAK-", UP(27))
+NR_LICENSE = cat(HX(36), "NRAL")
+SENTRY_USER = cat("sntryu_", HX(64))
+GRAFANA_SA = cat("glsa_", AN(32), "_", HX(8))
+GRAFANA_CLOUD = cat("glc_", B64(72))
+PD_ROUTING = HX(32)
+CF_TOKEN = UL(40)
+NETLIFY = cat("nfp_", AN(36))
+VERCEL = AN(24)
+RENDER = cat("rnd_", AN(32))
+HEROKU = cat("HRKU-AA", UL(58))
+FLY = cat("FlyV1 fm2_", B64(180))
+DO_TOKEN = cat("dop_v1_", HX(64))
+LINODE = HX(64)
+VULTR = UP(36)
+HCLOUD = AN(64)
+SCW_SECRET = UUID
+AKIA = cat("AKIA", lambda r: chars(r, _B32S, 16))
+ASIA = cat("ASIA", lambda r: chars(r, _B32S, 16))
+
+
+def AWS_SECRET(rng: random.Random) -> str:
+    while True:
+        v = chars(rng, _AN + "/+", 40)
+        if _has(v, str.isdigit, str.islower, str.isupper):
+            return v
+
+
+AWS_SESSION = cat("IQoJb3JpZ2luX2VjE", B64(280))
+AZ_SECRET = cat(AN(3), "8Q~", UL(37))
+AZ_STORAGE = B64(64)
+ALI_ID = cat("LTAI5t", AN(18))
+ALI_SECRET = AN(30)
+TENCENT_ID = cat("AKID", AN(32))
+TENCENT_SECRET = AN(32)
+DOPPLER_ST = cat("dp.st.prd.", AN(43))
+OP_SA = cat("ops_eyJ", B64U(300))
+INFISICAL_ST = lambda r: f"st.{uid(r)}.{hx(r, 32)}.{hx(r, 32)}"  # noqa: E731
+VAULT = cat("hvs.", UL(92))
+PULUMI = cat("pul-", HX(40))
+TFC = cat(AN(14), ".atlasv1.", AN(67))
+NPM = cat("npm_", AN(36))
+PYPI = cat("pypi-AgEIcHlwaS5vcmc", UL(150))
+RUBYGEMS = cat("rubygems_", HX(48))
+NUGET = cat("oy2", LO(43))
+DOCKER_PAT = cat("dckr_pat_", UL(27))
+POSTMAN = cat("PMAK-", HX(24), "-", HX(34))
+SONAR = cat("squ_", HX(40))
+MAPBOX_SK = cat("sk.eyJ1IjoiYWNtZS1tYXBzIiwiYSI6I", AN(22), "J9.", UL(22))
+SUPABASE_PAT = cat("sbp_", HX(40))
+SUPABASE_SECRET = cat("sb_secret_", UL(31))
+CLERK = cat("sk_live_", AN(40))
+OKTA = cat("00", UL(40))
+FIGMA = cat("figd_", UL(40))
+CONTENTFUL = cat("CFPAT-", UL(43))
+HUBSPOT = lambda r: "pat-na1-" + uid(r)  # noqa: E731
+POSTHOG_PERSONAL = cat("phx_", AN(43))
+LD_SDK = lambda r: "sdk-" + uid(r)  # noqa: E731
+STATSIG = cat("secret-", AN(43))
+NEON = cat("napi_", LO(64))
+PSCALE_PW = cat("pscale_pw_", UL(43))
+TS_API = cat("tskey-api-k", AN(11), "CNTRL-", AN(33))
+TS_AUTH = cat("tskey-auth-k", AN(11), "CNTRL-", AN(33))
+NGROK = cat("2", AN(26), "_", AN(21))
+BUILDKITE = cat("bkua_", HX(40))
+CIRCLE = cat("CCIPAT_", AN(22), "_", HX(40))
+MATRIX = cat("syt_", B64U(9), "_", AN(20), "_", AN(6))
+BSKY_APP = lambda r: "-".join(chars(r, string.ascii_lowercase + string.digits, 4) for _ in range(4))  # noqa: E731
+NSEC = cat("nsec1", lambda r: chars(r, _BECH, 58))
+TWITCH_STREAM = cat("live_", DG(9), "_", AN(30))
+YT_STREAM = lambda r: "-".join(chars(r, _LO, 4) for _ in range(5))  # noqa: E731
+TELEGRAM_BOT = cat(DG(10), ":AA", UL(33))
+AGE_KEY = cat("AGE-SECRET-KEY-1", lambda r: chars(r, _BECH.upper(), 58))
+WG_KEY = B64(32)
+DISCORD_BOT = lambda r: (  # noqa: E731
+    base64.b64encode(str(r.randint(10**17, 10**18)).encode()).decode().rstrip("=")
+    + "."
+    + ul(r, 6)
+    + "."
+    + ul(r, 38)
+)
+JFROG = cat("cmVmdGtuOjAxOjE3", AN(48))
+SNYK = UUID
+CODECOV = UUID
+PLANETSCALE_TKN = cat("pscale_tkn_", UL(43))
+UPSTASH = cat("AX", UL(60), "=")
+TURSO = JWT({"a": "rw", "iat": 1767225600, "id": "3f2c1e9a-db"}, "EdDSA")
+MODAL_ID = cat("ak-", AN(22))
+MODAL_SECRET = cat("as-", AN(22))
+E2B = cat("e2b_", HX(40))
+BROWSERBASE = cat("bb_live_", UL(27))
+EXA = UUID
+QDRANT = cat(UL(32), "|", UL(32))
+WEAVIATE = AN(40)
+SQUARE_SECRET = cat("sq0csp-", UL(43))
+RAZORPAY_SECRET = AN(24)
+PLAID_SECRET = HX(30)
+BRAINTREE_PRIV = HX(32)
+ADYEN = cat("AQE", UL(40), "=-", UL(44), "=-", UL(12))
+OCTOPUS = cat("sk_live_", AN(24))
+STEAM = HXU(32)
+RIOT = lambda r: "RGAPI-" + uid(r)  # noqa: E731
+PLEX = UL(20)
+ARR = HX(32)
+XIAOMI = HX(32)
+HUE = UL(40)
+RAPIDAPI = cat(HX(10), "msh", HX(15), "p", HX(6), "jsn", HX(12))
+OPENAI_SVC = cat("sk-svcacct-", UL(74), "T3BlbkFJ", UL(74))
+GITEA = HX(40)
+BITWARDEN_SM = lambda r: f"0.{uid(r)}.{an(r, 30)}:{b64(r, 16)}"  # noqa: E731
+DATABRICKS = cat("dapi", HX(32))
+SNOWFLAKE_PAT = JWT({"p": "6:1203", "r": "ANALYST", "iss": "SF"}, "ES256")
+CONFLUENT_SECRET = cat(AN(40), "+", AN(23))
+ASANA = lambda r: f"2/{dg(r, 16)}/{dg(r, 16)}:{hx(r, 32)}"  # noqa: E731
+DROPBOX = cat("sl.u.", UL(140))
+ZOOM_SECRET = AN(32)
+AUTH0_SECRET = UL(64)
+TWITTER_BEARER = cat("AAAAAAAAAAAAAAAAAAAAA", AN(30), "%3D", AN(50))
+SHOPIFY_CA = cat("shpca_", HX(32))
+
+# formats the earlier helpers lack
+B32L = lambda n: (lambda r: chars(r, "abcdefghijklmnopqrstuvwxyz234567", n))  # noqa: E731
+GOCSPX = cat("GOCSPX-", UL(28))
+YA29 = cat("ya29.a0A", UL(150))
+GOOGLE_REFRESH = cat("1//0", UL(99))
+GHR = cat("ghr_", AN(76))
+GLRT = cat("glrt-t1_", UL(27))
+GLFT = cat("glft-", UL(20))
+GLOAS = cat("gloas-", HX(64))
+ADO_PAT = B32L(52)
+CF_GLOBAL = HX(37)
+CF_ORIGIN = cat("v1.0-", HX(24), "-", HX(146))
+DO_OAUTH = cat("doo_v1_", HX(64))
+SENTRY_ORG = cat("sntrys_eyJpYXQiOjE3", B64U(120), "_", B64U(32))
+PD_API = cat("u+", UL(18))
+HONEYCOMB = cat("hcaik_01", lambda r: chars(r, "0123456789abcdefghjkmnpqrstvwxyz", 58))
+AXIOM = lambda r: "xaat-" + uid(r)  # noqa: E731
+DYNATRACE = cat("dt0c01.", UP(24), ".", UP(64))
+TWILIO_SK_SECRET = AN(32)
+POSTMARK = UUID
+ALGOLIA_ADMIN = HX(32)
+MEILI = UL(40)
+PADDLE = cat("pdl_live_apikey_01", LO(24), "_", AN(22), "_", AN(3))
+BINANCE = AN(64)
+ALPACA_ID = cat("AK", UP(18))
+ALPACA_SECRET = AN(40)
+BEDROCK = cat("ABSKQmVkcm9ja0FQSUtleS", B64(96))
+VOYAGE = cat("pa-", UL(43))
+JINA = cat("jina_", HX(32), AN(28))
+DEEPGRAM = HX(40)
+ASSEMBLY = HX(32)
+WANDB = HX(40)
+HELICONE = lambda r: "sk-helicone-" + "-".join(lo(r, 7) for _ in range(4))  # noqa: E731
+FIREBASE_SERVER = cat("AAAA", UL(7), ":APA91b", UL(134))
+EXPO = UL(40)
+SANITY = cat("sk", AN(180))
+STYTCH = cat("secret-live-", UL(36), "=")
+WORKOS = cat("sk_", AN(61))
+KEYCLOAK = AN(32)
+ZEROTIER = LO(32)
+CF_TUNNEL = cat("eyJhIjoi", B64(150))
+MINIO_SECRET = AN(40)
+B2_KEY = cat("K005", UL(27))
+CLOUDINARY_SECRET = UL(27)
+SPOTIFY = HX(32)
+REDDIT = UL(30)
+ARTIFACTORY = cat("AKCp8", AN(68))
+DOCKER_OAT = cat("dckr_oat_", UL(32))
+QUAY_ROBOT = UP(64)
+RANCHER = lambda r: f"token-{lo(r, 5)}:{lo(r, 54)}"  # noqa: E731
+PORTAINER = cat("ptr_", B64(32))
+ELASTIC_APIKEY = B64(48)
+SPLUNK_HEC = UUID
+BETTERSTACK = AN(24)
+ROLLBAR = HX(32)
+BUGSNAG = HX(32)
+UNLEASH = lambda r: "*:production." + hx(r, 64)  # noqa: E731
+SEGMENT = AN(32)
+MIXPANEL = HX(32)
+INTERCOM = lambda r: base64.b64encode(f"tok:{uid(r)}:1:0".encode()).decode()  # noqa: E731
+ZENDESK = AN(40)
+SF_REFRESH = cat("5Aep861", UL(80))
+SF_SECRET = HXU(64)
+PIPEDRIVE = HX(40)
+ZOHO = lambda r: f"1000.{hx(r, 32)}.{hx(r, 32)}"  # noqa: E731
+CLICKUP = lambda r: f"pk_{dg(r, 8)}_{up(r, 32)}"  # noqa: E731
+TRELLO_TOKEN = cat("ATTA", HX(64), HXU(8))
+TODOIST = HX(40)
+META_TOKEN = cat("EAAG", AN(180))
+PUSHOVER = LO(30)
+PUSHBULLET = cat("o.", AN(32))
+NTFY = cat("tk_", LO(29))
+GOTIFY = cat("A", UL(14))
+FASTLY = UL(32)
+AKAMAI_SECRET = B64(32)
+AKAMAI_TOKEN = lambda r: f"akab-{lo(r, 16)}-{lo(r, 16)}"  # noqa: E731
+BUNNY = lambda r: uid(r) + "-" + uid(r)[:13]  # noqa: E731
+OVH_SECRET = AN(32)
+IBM_KEY = UL(44)
+YANDEX_KEY = cat("AQVN", UL(36))
+YANDEX_IAM = cat("t1.9euelZ", UL(160))
+CLICKHOUSE = cat("4b1d", AN(38))
+TINYBIRD = cat("p.eyJ1IjogI", B64U(150))
+DBT_CLOUD = cat("dbtc_", UL(56))
+METABASE = cat("mb_", B64(32))
+RETOOL = cat("retool_", AN(32))
+PUSHER_SECRET = HX(20)
+ABLY = lambda r: f"{an(r, 6)}.{an(r, 6)}:{ul(r, 43)}"  # noqa: E731
+PUBNUB = cat("sec-c-", B64(36))
+LIVEKIT = AN(43)
+MUX_SECRET = cat(AN(60), "/", AN(14))
+PLIVO = AN(40)
+TELNYX = cat("KEY", HXU(32), "_", AN(22))
+OPENAI_LEGACY = cat("sk-", AN(20), "T3BlbkFJ", AN(20))
+GEMINI = cat("AIzaSy", UL(33))
+AZURE_OPENAI = HX(32)
+AZ_FUNC = cat(UL(54), "==")
+AZ_SAS_SIG = lambda r: pct(b64(r, 32))  # noqa: E731
+MONGO_ATLAS_PRIV = UUID
+
+# ---- noise ---------------------------------------------------------------------------------------------------
+
+_FIRST = (
+    "adaeze bjorn chiara dmitri emeka farah goran hana idris jelena kofi leilani mateo noor olusegun priya "
+    "quentin rashida sven tomasz ulla vikram wanjiru ximena yusuf zainab"
+).split()
+_HOSTS = (
+    "db-primary.internal pg-ledger.prod.lan mysql-3.svc.cluster.local rabbit-1.corp.example api-gw.int.example "
+    "analytics-db.us.example redis-sess.internal kafka-2.stream.lan build-14.ci.example fileserver.home.arpa"
+).split()
+
+
+def _user(rng: random.Random) -> str:
+    return (
+        rng.choice(_FIRST)
+        + rng.choice(["", ".", "_"])
+        + rng.choice(["ops", "dev", "svc", "app", str(rng.randint(2, 99))])
+    )
+
+
+def _when(rng: random.Random) -> str:
+    return (
+        f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:"
+        f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
+    )
+
+
+_NOISE: dict[str, Maker] = {
+    "user": _user,
+    "first": lambda r: r.choice(_FIRST).capitalize(),
+    "first2": lambda r: r.choice(_FIRST).capitalize(),
+    "host": lambda r: r.choice(_HOSTS),
+    "ip": lambda r: f"10.{r.randint(0, 255)}.{r.randint(0, 255)}.{r.randint(2, 254)}",
+    "ip2": lambda r: f"10.{r.randint(0, 255)}.{r.randint(0, 255)}.{r.randint(2, 254)}",
+    "lan": lambda r: f"192.168.{r.randint(0, 9)}.{r.randint(2, 254)}",
+    "pub": lambda r: f"198.51.100.{r.randint(2, 254)}",
+    "uuid": uid,
+    "uuid2": uid,
+    "sha": lambda r: hashlib.sha1(r.randbytes(12)).hexdigest(),
+    "sha2": lambda r: hashlib.sha1(r.randbytes(12)).hexdigest(),
+    "short": lambda r: hashlib.sha1(r.randbytes(12)).hexdigest()[:7],
+    "short2": lambda r: hashlib.sha1(r.randbytes(12)).hexdigest()[:7],
+    "sha256": lambda r: hashlib.sha256(r.randbytes(12)).hexdigest(),
+    "sha256b": lambda r: hashlib.sha256(r.randbytes(12)).hexdigest(),
+    "md5": lambda r: hashlib.md5(r.randbytes(12)).hexdigest(),
+    "ts": _when,
+    "ts2": _when,
+    "day": lambda r: f"2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+    "hms": lambda r: f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}",
+    "hms2": lambda r: f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}",
+    "port": lambda r: str(r.randint(1025, 65000)),
+    "n": lambda r: str(r.randint(2, 99)),
+    "n2": lambda r: str(r.randint(100, 999)),
+    "n3": lambda r: str(r.randint(1000, 99999)),
+    "pid": lambda r: str(r.randint(1200, 65000)),
+    "trace": lambda r: r.randbytes(16).hex(),
+    "span": lambda r: r.randbytes(8).hex(),
+    "acct": lambda r: dg(r, 12),
+    "ticket": lambda r: str(r.randint(10000, 99999)),
+    "email": lambda r: (
+        _user(r).replace("_", ".") + "@" + r.choice(["example.com", "example.org", "corp.example"])
+    ),
+    "ver": lambda r: f"{r.randint(0, 9)}.{r.randint(0, 40)}.{r.randint(0, 20)}",
+    "hex8": lambda r: r.randbytes(4).hex(),
+    "hex12": lambda r: r.randbytes(6).hex(),
+    "ms": lambda r: str(r.randint(3, 2500)),
+    "tok": lambda r: str(r.randint(50, 4000)),
+    "callid": lambda r: "call_" + "".join(r.choice(_AN) for _ in range(24)),
+    "toolu": lambda r: "toolu_01" + "".join(r.choice(_AN) for _ in range(22)),
+}
+_MARK = re.compile(r"§([A-Za-z_][A-Za-z0-9_]*)§")
+
+
+def _fill(rng: random.Random, text: str, makers: dict[str, Maker | str]) -> tuple[str, dict[str, str]]:
+    body = textwrap.dedent(text).strip("\n")
+    vals: dict[str, str] = {}
+    for key in _MARK.findall(body):
+        if key not in vals:
+            mk = makers[key] if key in makers else _NOISE[key]
+            vals[key] = mk if isinstance(mk, str) else mk(rng)
+    return _MARK.sub(lambda m: vals[m.group(1)], body) + "\n", vals
+
+
+def shape(name: str, text: str, **makers: Maker | str) -> None:
+    """A credential shape from a template: `§KEY§` marks; keys starting upper-case are planted, others noise."""
+
+    def fn(rng: random.Random) -> Made:
+        body, vals = _fill(rng, text, makers)
+        return body, tuple(v for k, v in vals.items() if k[0].isupper())
+
+    _CRED.append((name, fn))
+
+
+def cshape(name: str, text: str, **makers: Maker | str) -> None:
+    """A clean shape from a template: every mark is noise."""
+    assert not any(k[0].isupper() for k in makers), name
+    _CLEAN.append((name, lambda rng: _fill(rng, text, makers)[0]))
+
+
+def cred(name: str):
+    def register(fn):
+        _CRED.append((name, fn))
+        return fn
+
+    return register
+
+
+def clean(name: str):
+    def register(fn):
+        _CLEAN.append((name, fn))
+        return fn
+
+    return register
+
+
+def out(text: str, *values: str) -> Made:
+    body = textwrap.dedent(text).strip("\n") + "\n"
+    return body, tuple(values)
+
+
+
+
+# =============================================================================================================
+# credential documents
+# =============================================================================================================
+
+# ---- an agent's own transcript: reading, quoting, summarising, planning -------------------------------------
+
+shape(
+    "agent-reads-dotenv-and-quotes-openai-key-back-to-user",
+    """
+    I opened `.env.local` to see why the summariser fails. It contains:
+
+    ```
+    NEXT_PUBLIC_APP_URL=http://localhost:3000
+    OPENAI_API_KEY=§K§
+    OPENAI_MODEL=gpt-4.1-mini
+    ```
+
+    The key is set, so the 401 is not a missing variable. The model name is valid too; next I'll check whether
+    the project on that key has the Responses API enabled.
+    """,
+    K=OPENAI,
+)
+shape(
+    "agent-summarises-docker-compose-and-lists-db-password-in-bullets",
+    """
+    Here is what `docker-compose.yml` sets up:
+
+    - **db**: `postgres:17`, volume `pgdata`, user `wiki`, password `§P§`, exposed on 5432 only to the
+      compose network.
+    - **app**: `requarks/wiki:2`, talks to `db:5432`, listens on 3000.
+    - **proxy**: `caddy:2`, terminates TLS for wiki.§host§.
+
+    Nothing else is configured; backups are not set up yet.
+    """,
+    P=SAFE(22),
+)
+shape(
+    "agent-plan-step-list-includes-temporary-admin-password",
+    """
+    ## Plan
+
+    1. Create the staging tenant with `./manage.py create_tenant staging-eu`.
+    2. Create the first admin: `./manage.py createsuperuser --username ops-admin --email ops@example.com`
+       and enter the password `§P§` when prompted (we rotate it after the demo on Friday).
+    3. Load fixtures from `fixtures/demo.json`.
+    4. Hand the URL and the admin login to §first§.
+    """,
+    P=TEMP,
+)
+shape(
+    "agent-explains-401-error-quoting-bearer-from-request-log",
+    """
+    The request fails because the token is expired, not malformed. From the log you pasted:
+
+        > GET /v2/orders?limit=50 HTTP/1.1
+        > Authorization: Bearer §T§
+        < HTTP/1.1 401 Unauthorized
+        < WWW-Authenticate: Bearer error="invalid_token", error_description="The access token expired"
+
+    Decode the middle part of the JWT and you'll see `exp` is in the past. Ask the auth service for a new one
+    with the refresh flow rather than reusing this one.
+    """,
+    T=JWT({"sub": "svc-orders", "aud": "orders-api", "exp": 1767000000, "iat": 1766996400}, "RS256"),
+)
+shape(
+    "agent-answers-user-where-is-stripe-key-pastes-it",
+    """
+    **User:** what's the stripe key the billing worker uses? I need it for a quick local test
+
+    **Assistant:** The billing worker reads it from `config/billing.yml` under `stripe.secret_key`:
+
+    `§K§`
+
+    It's a live-mode restricted key, so be careful: calls made with it will hit real customers. For local
+    testing I'd suggest creating a test-mode key instead.
+    """,
+    K=STRIPE_RK,
+)
+shape(
+    "agent-scratchpad-notes-file-with-found-credentials",
+    """
+    # scratchpad.md (agent working notes, task #§ticket§)
+
+    - repo builds with `make all` — ok
+    - failing test: tests/test_sync.py::test_upload — needs S3
+    - found creds in `~/.aws/credentials` profile `sync-dev`:
+        key id     §I§
+        secret     §S§
+    - TODO: run the test with AWS_PROFILE=sync-dev
+    """,
+    I=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "agent-memory-note-json-remembers-db-url-for-next-session",
+    """
+    {"type": "memory", "scope": "project", "created": "§ts§",
+     "content": "Analytics warehouse is reachable from the dev container at postgresql://analyst:§P§@§host§:5432/warehouse — use it for the weekly cohort queries, read-only role."}
+    """,
+    P=SAFE(18),
+)
+shape(
+    "agent-delegates-to-subagent-with-token-in-instructions",
+    """
+    → Task(subagent_type="release-notes", description="Draft release notes")
+      prompt: |
+        Collect merged PRs since tag v§ver§ from github.com/acme/platform and draft release notes.
+        Use this token for the GitHub API (the default one lacks repo scope): §T§
+        Group by label (feature, fix, chore). Return Markdown only.
+    """,
+    T=GH_FINE,
+)
+shape(
+    "agent-quotes-kubeconfig-user-token-while-debugging-forbidden",
+    """
+    The kubeconfig you're using authenticates as a service account with a static token:
+
+    ```yaml
+    users:
+    - name: ci-deployer
+      user:
+        token: §T§
+    ```
+
+    `kubectl auth can-i create deployments -n payments --as system:serviceaccount:ci:ci-deployer` returns
+    `no`, which explains the Forbidden error: the RoleBinding is in namespace `ci`, not `payments`.
+    """,
+    T=JWT({"iss": "kubernetes/serviceaccount", "kubernetes.io/serviceaccount/namespace": "ci",
+           "sub": "system:serviceaccount:ci:ci-deployer"}, "RS256"),
+)
+shape(
+    "agent-diff-review-comment-flags-hardcoded-key-quoting-it",
+    """
+    Review of PR #§n2§ — `src/integrations/mailer.ts`
+
+    > line 14: `const client = new Resend("§K§");`
+
+    This hardcodes a production Resend key. Please move it to `process.env.RESEND_API_KEY` and rotate it,
+    since it's now in the branch history. Everything else in this file looks fine.
+    """,
+    K=RESEND,
+)
+shape(
+    "agent-tool-result-cat-file-then-assistant-restates-webhook",
+    """
+    <tool_result tool="read_file" path="infra/alerts/alertmanager.yml">
+    receivers:
+      - name: oncall-slack
+        slack_configs:
+          - api_url: §H§
+            channel: '#alerts-prod'
+    </tool_result>
+
+    Alertmanager posts to Slack through the incoming webhook `§H§` into #alerts-prod.
+    There's no PagerDuty receiver configured, which is why nobody got paged last night.
+    """,
+    H=SLACK_HOOK,
+)
+shape(
+    "agent-step-log-exporting-env-before-running-migration",
+    """
+    [step 4/7] Running database migrations
+    $ export DATABASE_URL='mysql://shop:§P§@§host§:3306/shop'
+    $ npx prisma migrate deploy
+    Prisma schema loaded from prisma/schema.prisma
+    Datasource "db": MySQL database "shop" at "§host§:3306"
+    12 migrations found in prisma/migrations
+    No pending migrations to apply.
+    """,
+    P=SAFE(24),
+)
+shape(
+    "agent-chat-reply-translating-error-with-anthropic-key-in-traceback",
+    """
+    That traceback is from the Anthropic SDK rejecting the key:
+
+    ```
+    anthropic.AuthenticationError: Error code: 401 - {'type': 'error', 'error': {'type': 'authentication_error', 'message': 'invalid x-api-key'}}
+      (client created with api_key='§K§')
+    ```
+
+    The key printed there looks complete, so it was probably revoked in the console. Generate a new one under
+    the same workspace and update `ANTHROPIC_API_KEY` in your shell profile.
+    """,
+    K=ANTHROPIC,
+)
+shape(
+    "agent-writes-handoff-note-markdown-with-vpn-psk",
+    """
+    ### Handoff — site-to-site VPN (Lisbon office)
+
+    | field            | value                     |
+    |------------------|---------------------------|
+    | peer             | §pub§                     |
+    | IKE              | IKEv2, AES-256, SHA-256   |
+    | pre-shared key   | `§P§`                     |
+    | local subnet     | 10.40.0.0/16              |
+
+    Tunnel comes up; phase 2 renegotiates every 8h. Nothing left to do except monitoring.
+    """,
+    P=B64(24),
+)
+shape(
+    "agent-codex-exec-log-reads-netrc-and-echoes-line",
+    """
+    exec bash -lc 'cat ~/.netrc' in /workspace/app
+    machine api.heroku.com
+      login §email§
+      password §T§
+    exec bash -lc 'heroku apps --json | jq length' in /workspace/app
+    7
+    codex: The Heroku CLI is authenticated via ~/.netrc (token above); 7 apps are visible.
+    """,
+    T=HEROKU,
+)
+shape(
+    "agent-summary-table-of-service-accounts-with-one-password-column",
+    """
+    I inventoried the service accounts in `inventory/group_vars/all/vault.yml` (already decrypted in your
+    checkout):
+
+    | account      | system        | password               |
+    |--------------|---------------|------------------------|
+    | svc-backup   | Veeam         | §P§ |
+    | svc-monitor  | Zabbix        | (LDAP, no local pw)    |
+
+    Only svc-backup still has a local password; the others authenticate through LDAP.
+    """,
+    P=SYM(20),
+)
+shape(
+    "agent-inline-json-tool-call-arguments-escaped-in-log-line",
+    """
+    §ts§ INFO agent.runner tool_call name=http_request args="{\\"method\\":\\"POST\\",\\"url\\":\\"https://api.mailgun.net/v3/mg.example.com/messages\\",\\"auth\\":[\\"api\\",\\"§K§\\"],\\"data\\":{\\"to\\":\\"§email§\\"}}"
+    §ts§ INFO agent.runner tool_result status=200 elapsed_ms=§ms§
+    """,
+    K=MAILGUN,
+)
+shape(
+    "agent-thinking-aloud-prose-mentions-password-found-in-readme",
+    """
+    Thinking: the README says the seeded admin account is `admin@local` with password §P§ and that
+    it's only created when SEED_DEMO=1. The container was started without that flag, so the login page
+    rejects it. I'll restart with SEED_DEMO=1 and then try logging in with those credentials.
+    """,
+    P=PERSON,
+)
+shape(
+    "agent-answers-how-to-connect-redis-pasting-full-uri",
+    """
+    You can connect from your laptop through the bastion:
+
+    ```sh
+    ssh -L 6380:§host§:6379 bastion
+    redis-cli -u 'redis://default:§P§@localhost:6380/0' ping
+    ```
+
+    That's the same URI the worker uses (from `REDIS_URL` in the `worker` secret).
+    """,
+    P=AN(32),
+)
+shape(
+    "agent-opens-github-issue-body-accidentally-including-token",
+    """
+    gh issue create --repo acme/deploy-tools --title "deploy.sh fails on arm64 runners" --body "$(cat <<'BODY'
+    ### What happened
+    `./deploy.sh staging` exits 1 on the arm64 runner:
+
+        + curl -fsS -H 'PRIVATE-TOKEN: §T§' https://gitlab.example.com/api/v4/projects/§n2§/packages
+        curl: (22) The requested URL returned error: 403
+
+    ### Expected
+    Package list is fetched as on amd64.
+    BODY
+    )"
+    """,
+    T=GLPAT,
+)
+shape(
+    "agent-sql-plan-with-create-user-identified-by",
+    """
+    Proposed migration for the reporting replica (not yet applied):
+
+    ```sql
+    CREATE USER 'metabase_ro'@'10.%' IDENTIFIED BY '§P§';
+    GRANT SELECT ON shop.* TO 'metabase_ro'@'10.%';
+    FLUSH PRIVILEGES;
+    ```
+
+    After applying, put the same credentials into Metabase → Admin → Databases → "Shop (replica)".
+    """,
+    P=SAFE(20),
+)
+shape(
+    "agent-notebook-cell-output-prints-hf-token-from-login",
+    """
+    In [3]: from huggingface_hub import whoami, login
+            login(token="§T§")
+            whoami()["name"]
+    Out[3]: '§user§'
+
+    The notebook is authenticated as §user§; the gated Llama weights should download now.
+    """,
+    T=HF,
+)
+shape(
+    "agent-continues-conversation-user-pasted-mysql-root-password",
+    """
+    user: ok the root password for the old box is §P§ — can you dump the `crm` db and import it into the new one?
+
+    assistant: Got it. I'll run:
+
+        mysqldump -h old-crm.lan -u root -p --single-transaction crm > crm.sql
+
+    and type the password at the prompt so it doesn't land in the shell history, then import with
+    `mysql -h §host§ -u crm_admin -p crm < crm.sql`.
+    """,
+    P=PERSON,
+)
+shape(
+    "agent-claude-code-bash-tool-output-env-grep",
+    """
+    ⏺ Bash(env | grep -i -E 'token|key' | sort)
+      ⎿  DEEPGRAM_API_KEY=§K§
+         GPG_KEY_ID=0x§hex8§
+         TOKENIZERS_PARALLELISM=false
+
+    ⏺ The Deepgram key is set in this shell, so the transcription script should authenticate.
+    """,
+    K=DEEPGRAM,
+)
+shape(
+    "agent-email-draft-to-contractor-with-sftp-credentials",
+    """
+    Draft (not sent):
+
+    Subject: SFTP access for the product feed
+
+    Hi §first§,
+
+    You can upload the nightly feed to sftp://feeds.example.com:2222/incoming with
+    user `partner-§n2§` and password `§P§`. Files older than 14 days are purged.
+
+    Best,
+    the integrations team
+    """,
+    P=SYM(16, "!#%+-=?@_"),
+)
+shape(
+    "agent-yaml-frontmatter-in-generated-report-with-api-key",
+    """
+    ---
+    title: Weekly SEO crawl
+    generated_by: crawler-agent
+    run: §uuid§
+    serpapi_key: §K§
+    ---
+
+    # Crawl results
+
+    312 pages crawled, 14 with missing meta descriptions, 3 redirect chains longer than 2 hops.
+    """,
+    K=HX(64),
+)
+shape(
+    "agent-sub-agent-result-json-includes-discovered-secret-field",
+    """
+    {
+      "agent": "repo-auditor",
+      "status": "done",
+      "findings": [
+        {"file": "scripts/push_metrics.py", "line": 9, "kind": "hardcoded_credential",
+         "evidence": "DD_API_KEY = '§K§'"},
+        {"file": "Dockerfile", "line": 3, "kind": "unpinned_base_image", "evidence": "FROM python:3"}
+      ]
+    }
+    """,
+    K=DD_API,
+)
+shape(
+    "agent-openhands-observation-cat-config-php",
+    """
+    **CmdOutputObservation** (exit code 0)
+    <?php
+    $CONFIG = array (
+      'instanceid' => 'oc§hex8§',
+      'passwordsalt' => '§S§',
+      'dbtype' => 'mysql',
+      'dbname' => 'nextcloud',
+      'dbuser' => 'nextcloud',
+      'dbpassword' => '§P§',
+    );
+    """,
+    S=UL(30),
+    P=SAFE(20),
+)
+shape(
+    "agent-status-update-slack-message-posting-new-rotated-key",
+    """
+    🤖 *rotation-bot* — done rotating the Algolia admin key for `prod-search`.
+    New key: `§K§`
+    Old key revoked at §hms§ UTC. Vercel env var `ALGOLIA_ADMIN_KEY` updated and redeployed (build §short§).
+    """,
+    K=ALGOLIA_ADMIN,
+)
+shape(
+    "agent-explains-sas-url-from-user-upload-error",
+    """
+    The upload fails with `AuthenticationFailed` because the SAS in your URL expired at 09:00 UTC:
+
+    https://stacmedia.blob.core.windows.net/uploads/video.mp4?sv=2024-11-04&ss=b&srt=o&sp=rwc&se=2026-03-02T09:00:00Z&st=2026-03-01T09:00:00Z&spr=https&sig=§S§
+
+    Generate a new SAS with a longer `se`, or better, use a user-delegation SAS from the app.
+    """,
+    S=AZ_SAS_SIG,
+)
+shape(
+    "agent-reads-terraform-tfvars-and-summarises-with-secret",
+    """
+    `envs/prod/terraform.tfvars` sets:
+
+    - region: `eu-central-1`
+    - instance_type: `m7g.large`
+    - db_master_password: `§P§`
+    - enable_deletion_protection: `true`
+
+    So the RDS password is committed in plain text here; I'd move it to SSM and reference it with a data
+    source.
+    """,
+    P=SAFE(28),
+)
+shape(
+    "agent-mcp-tool-call-with-auth-header-argument",
+    """
+    {"jsonrpc":"2.0","id":§n§,"method":"tools/call","params":{"name":"fetch","arguments":{"url":"https://api.linear.app/graphql","method":"POST","headers":{"Authorization":"§K§","Content-Type":"application/json"},"body":"{\\"query\\":\\"{ viewer { id name } }\\"}"}}}
+    """,
+    K=LINEAR,
+)
+shape(
+    "agent-final-answer-lists-credentials-for-new-dev-env",
+    """
+    Your dev environment is ready:
+
+    * URL: https://dev-§n2§.preview.example.com
+    * Admin: `admin` / `§P§`
+    * Mailpit (catch-all mail): https://dev-§n2§.preview.example.com/_mail
+    * It shuts down automatically after 8 hours of inactivity.
+    """,
+    P=APPLE,
+)
+shape(
+    "agent-compares-two-env-files-diff-output",
+    """
+    Differences between `.env.staging` and `.env.production`:
+
+    ```diff
+    -SENTRY_ENVIRONMENT=staging
+    +SENTRY_ENVIRONMENT=production
+    -SENDGRID_API_KEY=<unset>
+    +SENDGRID_API_KEY=§K§
+     LOG_LEVEL=info
+    ```
+
+    Production has SendGrid configured; staging doesn't, which is why password-reset mail never arrives there.
+    """,
+    K=SENDGRID,
+)
+shape(
+    "agent-debug-print-of-python-settings-object-repr",
+    """
+    >>> from app.settings import settings
+    >>> settings
+    Settings(env='prod', debug=False, database_url='postgresql+asyncpg://app@§host§/app', redis_url='redis://§host§:6379/2', jwt_secret='§S§', cors_origins=['https://app.example.com'])
+
+    The settings load correctly; `jwt_secret` is non-empty, so the signing error comes from elsewhere.
+    """,
+    S=B64U(48),
+)
+shape(
+    "agent-recap-of-phone-call-transcript-with-spoken-code",
+    """
+    Call summary (auto-transcribed):
+
+    §first§ from the bank said the new online-banking activation password is "§P§" and that it must be
+    changed at first login. She'll send the hardware token by post. Next step: log in before Friday.
+    """,
+    P=lambda r: chars(r, string.ascii_uppercase, 4) + "-" + chars(r, string.digits, 4) + "-" + chars(r, string.ascii_uppercase, 4),
+)
+shape(
+    "agent-jupyter-error-output-shows-connection-string-in-exception",
+    """
+    ---------------------------------------------------------------------------
+    OperationalError                          Traceback (most recent call last)
+    Cell In[7], line 2
+          1 engine = create_engine("postgresql://ds_team:§P§@§host§:5432/features")
+    ----> 2 pd.read_sql("select * from user_features limit 10", engine)
+
+    OperationalError: (psycopg2.OperationalError) connection to server at "§host§" (§ip§), port 5432 failed: timeout expired
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "agent-writes-github-actions-secret-set-command-in-instructions",
+    """
+    To finish the setup, run these once from the repo root (they store the values as Actions secrets):
+
+    ```sh
+    gh secret set FLY_API_TOKEN --body '§T§'
+    gh secret set FLY_APP --body 'acme-api-prod'
+    ```
+
+    After that the `deploy.yml` workflow will deploy on every push to main.
+    """,
+    T=FLY,
+)
+shape(
+    "agent-error-explanation-pypi-upload-token-in-twine-verbose",
+    """
+    twine's verbose output shows it's sending the token you configured:
+
+        Uploading distributions to https://upload.pypi.org/legacy/
+        username: __token__
+        password: §T§
+        HTTPError: 403 Forbidden from https://upload.pypi.org/legacy/
+        Invalid or non-existent authentication information.
+
+    The token is scoped to a different project; create one scoped to `acme-sdk` or use trusted publishing.
+    """,
+    T=PYPI,
+)
+shape(
+    "agent-gemini-cli-transcript-read-settings-json-with-key",
+    """
+    ✦ I'll check your Gemini CLI settings.
+     ╭──────────────────────────────────────────────╮
+     │ ✔  ReadFile ~/.gemini/.env                    │
+     ╰──────────────────────────────────────────────╯
+    ✦ Your `~/.gemini/.env` has `GEMINI_API_KEY=§K§` and `GOOGLE_CLOUD_PROJECT` unset, so the CLI uses
+      the API-key path, not Vertex AI. That's why the 2.5 Pro quota is the free-tier one.
+    """,
+    K=GEMINI,
+)
+shape(
+    "agent-cursor-chat-explains-firebase-server-key-in-legacy-fcm",
+    """
+    Your `push.js` still uses the legacy FCM endpoint with a server key:
+
+    ```js
+    headers: { Authorization: 'key=§K§' }
+    ```
+
+    Google shut that API down, so every send returns 404. Migrate to HTTP v1 with a service account.
+    """,
+    K=FIREBASE_SERVER,
+)
+shape(
+    "agent-aider-chat-history-md-with-key-in-commit-message",
+    """
+    #### add the weather widget
+
+    > Applied edit to src/widgets/Weather.tsx
+    > Commit §short§ feat: weather widget using openweathermap (appid=§K§)
+
+    The widget fetches current conditions every 10 minutes.
+    """,
+    K=HX(32),
+)
+shape(
+    "agent-self-correction-after-printing-key-then-masking",
+    """
+    The token in `.npmrc` is `//registry.npmjs.org/:_authToken=§T§`.
+
+    Correction: I shouldn't have printed that in full. In later messages I'll refer to it as `npm_…` only.
+    You may want to rotate it since it's now in this transcript.
+    """,
+    T=NPM,
+)
+shape(
+    "agent-smolagents-step-code-with-api-key-literal",
+    """
+    ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ Step 2 ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━
+     ─ Executing parsed code: ──────────────────────────────────────────────────────
+      import requests
+      r = requests.get("https://api.tavily.com/search", params={"query": "EU AI Act article 50"},
+                       headers={"Authorization": "Bearer §K§"})
+      print(r.json()["results"][0]["url"])
+     ──────────────────────────────────────────────────────────────────────────────
+    Execution logs:
+    https://artificialintelligenceact.eu/article/50/
+    """,
+    K=TAVILY,
+)
+shape(
+    "agent-langgraph-state-dump-includes-credentials-dict",
+    """
+    DEBUG langgraph state after node 'fetch_crm':
+    {'messages': [...§n§ items], 'account_id': '§n3§', 'credentials': {'hubspot_token': '§K§'}, 'next': 'summarise'}
+    """,
+    K=HUBSPOT,
+)
+shape(
+    "agent-crewai-verbose-task-output-quotes-smtp-login",
+    """
+    # Agent: Email Operations Specialist
+    ## Task: Send the monthly report to finance
+    ## Using tool: SMTP Sender
+    ## Tool Input:
+    "{\\"host\\": \\"smtp.office365.com\\", \\"port\\": 587, \\"user\\": \\"reports@example.com\\", \\"password\\": \\"§P§\\", \\"to\\": \\"finance@example.com\\"}"
+    ## Tool Output:
+    Email sent (message id <§hex12§@example.com>)
+    """,
+    P=SYM(14, "!#%+=?@_"),
+)
+shape(
+    "agent-autogen-groupchat-user-proxy-message-with-token",
+    """
+    user_proxy (to chat_manager):
+
+    Use the Notion integration token §T§ to read the "Q3 roadmap" page and summarise the risks.
+
+    --------------------------------------------------------------------------------
+    researcher (to chat_manager):
+
+    I'll fetch the page via the Notion API.
+    """,
+    T=NOTION,
+)
+shape(
+    "agent-goose-session-jsonl-line-with-env-extension",
+    """
+    {"role":"assistant","created":§n3§,"content":[{"type":"toolRequest","id":"§hex12§","toolCall":{"status":"success","value":{"name":"developer__shell","arguments":{"command":"PERPLEXITY_API_KEY=§K§ python ask.py 'latest postgres release'"}}}}]}
+    """,
+    K=PPLX,
+)
+shape(
+    "agent-cline-task-report-mentions-db-password-found-in-yaml",
+    """
+    Task completed.
+
+    I traced the 500s on /api/reports to the Spring profile `prod` reading `spring.datasource.password`
+    from `application-prod.yml`, which is `§P§` — that doesn't match the password in the database
+    (rotated on §day§ per the runbook). Updating the YAML and restarting fixes it; I've not committed the change.
+    """,
+    P=SAFE(16),
+)
+shape(
+    "agent-plan-markdown-checklist-with-wifi-password-for-event",
+    """
+    - [x] Book the room (3rd floor, capacity 40)
+    - [x] Order catering
+    - [ ] Print badges
+    - [ ] Put the guest Wi-Fi on the welcome slide: SSID `Acme-Guest`, password `§P§`
+    - [ ] Test the projector with the HDMI-C adapter
+    """,
+    P=PHRASE(3, "-"),
+)
+shape(
+    "agent-tells-user-vaultwarden-admin-token-from-compose",
+    """
+    The Vaultwarden admin page is at https://vault.§host§/admin. The admin token is set in your
+    `compose.yaml` as `ADMIN_TOKEN=§T§` (plain, not an Argon2 hash), so that's what you paste at the
+    login prompt. Consider switching to a hashed token with `vaultwarden hash`.
+    """,
+    T=B64(48),
+)
+shape(
+    "agent-vscode-copilot-chat-response-with-connection-string-csharp",
+    """
+    You can keep the connection string in `appsettings.Development.json`; yours currently is:
+
+    ```json
+    "ConnectionStrings": {
+      "Default": "Server=tcp:sql-acme-dev.database.windows.net,1433;Initial Catalog=acme;User ID=acmeadmin;Password=§P§;Encrypt=True;"
+    }
+    ```
+
+    and register it with `builder.Services.AddDbContext<AppDb>(o => o.UseSqlServer(builder.Configuration.GetConnectionString("Default")));`.
+    """,
+    P=SYM(20, "!#%*+-?@^_~"),
+)
+shape(
+    "agent-json-log-of-llm-request-with-api-key-header-captured",
+    """
+    {"ts":"§ts§","level":"debug","msg":"llm request","provider":"groq","url":"https://api.groq.com/openai/v1/chat/completions","headers":{"authorization":"Bearer §K§","content-type":"application/json"},"model":"llama-3.3-70b-versatile","prompt_tokens":§tok§}
+    """,
+    K=GROQ,
+)
+shape(
+    "agent-explains-google-oauth-client-secret-from-downloaded-json",
+    """
+    The file you downloaded (`client_secret_§n3§-§hex8§.apps.googleusercontent.com.json`) contains:
+
+    - client_id: `§n3§-§hex8§.apps.googleusercontent.com`
+    - client_secret: `§S§`
+    - redirect_uris: `http://localhost:8080/callback`
+
+    Put the client secret in `GOOGLE_CLIENT_SECRET` and the id in `GOOGLE_CLIENT_ID`; the redirect URI
+    must match exactly or you'll get `redirect_uri_mismatch`.
+    """,
+    S=GOCSPX,
+)
+shape(
+    "agent-restates-user-bitlocker-recovery-key-for-confirmation",
+    """
+    Just to confirm before I enter it in the recovery screen, the BitLocker recovery key you read out is:
+
+    §K§
+
+    Key ID starts with §hex8§. If that matches the label on the screen, I'll continue.
+    """,
+    K=lambda r: "-".join(f"{r.randint(0, 720895) // 11 * 11:06d}" for _ in range(8)),
+)
+shape(
+    "agent-commit-message-draft-quotes-removed-secret",
+    """
+    Proposed commit message:
+
+        chore: remove hardcoded Pusher secret from broadcasting config
+
+        The secret ('§S§') is now read from PUSHER_APP_SECRET. The old value
+        must be rotated in the Pusher dashboard since it was in history.
+    """,
+    S=PUSHER_SECRET,
+)
+shape(
+    "agent-ticket-triage-comment-copies-customer-api-key-from-logs",
+    """
+    Triage (auto): The customer's requests are rejected with 403 `key_disabled`. From the gateway log for
+    request §uuid§, the key used is `§K§`, which was disabled on §day§ after the plan downgrade.
+    Suggest: reply with the upgrade link; no engineering action needed.
+    """,
+    K=cat("live_", AN(40)),
+)
+shape(
+    "agent-plan-for-cutover-with-new-ldap-bind-password",
+    """
+    Cutover plan (Saturday 22:00 CET):
+
+    1. Put Jira in read-only mode.
+    2. Update the LDAP connector: bind DN `cn=jira-svc,ou=svc,dc=corp,dc=example`,
+       new bind password `§P§` (old one stops working at 23:00).
+    3. Run a full directory sync; expect ~2,300 users.
+    4. Lift read-only mode and announce in #it-announce.
+    """,
+    P=SYM(24),
+)
+shape(
+    "agent-explains-ssh-private-key-it-just-generated",
+    """
+    I generated a deploy key for the `infra-docs` repo. Add the public part as a read-only deploy key on
+    GitHub, and store the private part as the `DOCS_DEPLOY_KEY` secret:
+
+    ```
+    §K§
+    ```
+
+    Public key: `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI§pubk§ docs-deploy`
+    """,
+    K=OSSH,
+    pubk=B64(32),
+)
+shape(
+    "agent-quoted-reply-in-forum-style-with-password",
+    """
+    > What did you set as the MQTT password on the broker?
+
+    I used `§P§` for the `zigbee2mqtt` user in `/mosquitto/config/passwd` (before hashing it with
+    `mosquitto_passwd`). Same value goes into zigbee2mqtt's `configuration.yaml` under `mqtt.password`.
+    """,
+    P=PWGEN(11),
+)
+shape(
+    "agent-reasoning-trace-with-env-var-value-visible",
+    """
+    <thinking>
+    The failing step sets HCLOUD_TOKEN from the environment. printenv showed HCLOUD_TOKEN=§T§ so it
+    is present. The error is "unauthorized", meaning the token belongs to another project. I should ask which
+    Hetzner project the cluster lives in.
+    </thinking>
+    The token is present but seems to belong to a different Hetzner project — which project is the cluster in?
+    """,
+    T=HCLOUD,
+)
+shape(
+    "agent-openai-responses-output-function-call-arguments-string",
+    """
+    {
+      "type": "function_call",
+      "id": "fc_§hex12§",
+      "call_id": "§callid§",
+      "name": "send_sms",
+      "arguments": "{\\"to\\":\\"+4915112345678\\",\\"body\\":\\"Your code is 482913\\",\\"twilio_auth_token\\":\\"§T§\\"}"
+    }
+    """,
+    T=TWILIO_TOKEN,
+)
+shape(
+    "agent-anthropic-tool-use-block-input-with-password",
+    """
+    {"type": "tool_use", "id": "§toolu§", "name": "ssh_exec",
+     "input": {"host": "§ip§", "user": "deploy", "password": "§P§", "command": "systemctl restart nginx"}}
+    """,
+    P=PERSON,
+)
+shape(
+    "agent-reads-wp-config-and-reports-auth-salts",
+    """
+    `wp-config.php` is present and readable. Relevant values:
+
+        define( 'DB_NAME', 'wp_shop' );
+        define( 'DB_USER', 'wp_shop' );
+        define( 'DB_PASSWORD', '§P§' );
+        define( 'AUTH_KEY', '§S§' );
+
+    The DB credentials work from the container (I ran `mysql -u wp_shop -p` successfully).
+    """,
+    P=SAFE(16),
+    S=SYM(64, "!#%*+-=?@^_~.,;:[]{}|<>"),
+)
+shape(
+    "agent-notes-in-obsidian-style-daily-note-with-token",
+    """
+    # §day§
+
+    ## Work
+    - Paired with §first§ on the ingestion bug.
+    - Created a Todoist API token for the weekly-review script: §T§
+    - Read: "Designing Data-Intensive Applications", ch. 7
+
+    ## Personal
+    - Call the dentist
+    """,
+    T=TODOIST,
+)
+shape(
+    "agent-warp-ai-command-suggestion-with-inline-key",
+    """
+    ▸ Suggested command
+      curl https://api.deepseek.com/chat/completions \\
+        -H "Authorization: Bearer §K§" \\
+        -H "Content-Type: application/json" \\
+        -d '{"model":"deepseek-chat","messages":[{"role":"user","content":"ping"}]}'
+    ▸ Explanation: sends a minimal chat request to verify the key works.
+    """,
+    K=DEEPSEEK,
+)
+shape(
+    "agent-voyage-rerank-script-explained-key-on-next-line",
+    """
+    The script reads the Voyage key from the first line of `~/.config/voyage/key`, which currently holds:
+
+    §K§
+
+    `rerank.py` passes it to `voyageai.Client(api_key=...)`; no env var needed.
+    """,
+    K=VOYAGE,
+)
+shape(
+    "agent-explains-jira-basic-auth-header-decoded",
+    """
+    The `Authorization` header in your script is Basic auth with an API token:
+
+        Authorization: Basic §B§
+
+    Decoded, that's `§email§:<token>`. Atlassian Cloud needs exactly that form, so the header itself is fine;
+    the 404 is because the issue key is wrong.
+    """,
+    B=lambda r: basic(_user(r) + "@example.com", ATLASSIAN(r)),
+)
+
+# >>> END OF SHAPES
+
+
+SHAPES = tuple(name for name, _ in _CRED)
+CLEAN_SHAPES = tuple(name for name, _ in _CLEAN)
+
+
+def documents(seed: int = SEED) -> list[Document]:
+    """One document per credential shape (values drawn from `seed`), then the clean documents."""
+    rng = random.Random(seed)
+    made = [Document(name, *fn(rng)) for name, fn in _CRED]
+    return made + [Document(name, fn(rng)) for name, fn in _CLEAN]
+
+
+def generate(seed: int = SEED) -> list[Document]:
+    """The same documents as `documents`."""
+    return documents(seed)
