@@ -1579,6 +1579,2272 @@ shape(
     B=lambda r: basic(_user(r) + "@example.com", ATLASSIAN(r)),
 )
 
+# ---- shell sessions in forms not used before ---------------------------------------------------------------------
+
+shape(
+    "script-typescript-file-mysql-p-inline-then-show-databases",
+    """
+    Script started on §day§ §hms§+00:00 [TERM="xterm-256color" TTY="/dev/pts/3" COLUMNS="160" LINES="48"]
+    [§user§@§host§ ~]$ mysql -h 127.0.0.1 -u billing -p'§P§' -e 'SHOW DATABASES'
+    mysql: [Warning] Using a password on the command line interface can be insecure.
+    +--------------------+
+    | Database           |
+    +--------------------+
+    | billing            |
+    | information_schema |
+    +--------------------+
+    [§user§@§host§ ~]$ exit
+    Script done on §day§ §hms2§+00:00 [COMMAND_EXIT_CODE="0"]
+    """,
+    P=SAFE(18),
+)
+shape(
+    "xonsh-session-env-assignment-then-python-call",
+    """
+    §user§@laptop ~ @ $MISTRAL_API_KEY = '§K§'
+    §user§@laptop ~ @ python -c "import os; from mistralai import Mistral; print(Mistral(api_key=os.environ['MISTRAL_API_KEY']).models.list().data[0].id)"
+    ministral-3b-latest
+    """,
+    K=MISTRAL,
+)
+shape(
+    "fish-set-gx-universal-variable-cohere",
+    """
+    §user§@mbp ~> set -Ux CO_API_KEY §K§
+    §user§@mbp ~> set -U | grep CO_
+    CO_API_KEY §K§
+    §user§@mbp ~> cohere-cli models list | head -3
+    """,
+    K=COHERE,
+)
+shape(
+    "screen-log-hardcopy-ftp-session-user-pass",
+    """
+    ftp> open ftp.printshop.example
+    Connected to ftp.printshop.example.
+    220 ProFTPD Server ready.
+    Name (ftp.printshop.example:§user§): orders
+    331 Password required for orders
+    Password: §P§
+    230 User orders logged in
+    ftp> put catalogue-2026.pdf
+    """,
+    P=PERSON,
+)
+shape(
+    "bash-read-p-prompt-echoed-because-no-s-flag",
+    """
+    $ ./bootstrap-cluster.sh
+    Cluster name: edge-§n§
+    Admin password for Rancher (will be shown): §P§
+    → creating cluster edge-§n§ ... done
+    → setting bootstrap password ... done
+    """,
+    P=SAFE(16),
+)
+shape(
+    "powershell-transcript-start-transcript-header-and-secret",
+    """
+    **********************
+    Windows PowerShell transcript start
+    Start time: 2026§n2§§n§093012
+    Username: CORP\\§user§
+    Machine: WKS-§n3§ (Microsoft Windows NT 10.0.26100.0)
+    **********************
+    PS C:\\deploy> $env:AZURE_CLIENT_SECRET = "§S§"
+    PS C:\\deploy> az login --service-principal -u $env:AZURE_CLIENT_ID -p $env:AZURE_CLIENT_SECRET --tenant corp.onmicrosoft.com
+    [ { "cloudName": "AzureCloud", "isDefault": true, "state": "Enabled" } ]
+    """,
+    S=AZ_SECRET,
+)
+shape(
+    "bash-set-x-trace-plus-lines-from-deploy-script",
+    """
+    + VERSION=§ver§
+    + REGISTRY_USER=robot$ci+push
+    + REGISTRY_PASS=§P§
+    + echo §P§
+    + docker login harbor.§host§ -u 'robot$ci+push' --password-stdin
+    Login Succeeded
+    + docker push harbor.§host§/apps/web:§ver§
+    """,
+    P=AN(32),
+)
+shape(
+    "tmux-capture-pane-htop-hidden-but-cmdline-shows-token",
+    """
+    $ tmux capture-pane -p -t ops:2 | tail -4
+      PID USER      PRI  NI  VIRT   RES   SHR S CPU% MEM%   TIME+  Command
+     §pid§ runner     20   0 1.2G  180M 40812 S  3.1  1.1  2:14.07 ./actions-runner/bin/Runner.Listener run --token §T§
+     §pid§ root       20   0 12208  5120  4096 S  0.0  0.0  0:00.31 sshd: runner [priv]
+    """,
+    T=UP(29),
+)
+shape(
+    "ssh-command-inline-env-heredoc-remote-export",
+    """
+    ssh deploy@§ip§ bash -s <<'REMOTE'
+    export BACKUP_PASSPHRASE='§P§'
+    restic -r s3:s3.eu-west-1.amazonaws.com/acme-restic backup /srv/data
+    REMOTE
+    """,
+    P=PHRASE(5, " "),
+)
+shape(
+    "bash-curl-u-user-colon-pass-to-artifact-repo",
+    """
+    $ curl -u ci-upload:§P§ -T build/app-§ver§.tar.gz https://nexus.§host§/repository/raw-releases/app/
+    $ echo $?
+    0
+    """,
+    P=AN(20),
+)
+shape(
+    "zsh-history-extended-format-with-timestamps-vault-login",
+    """
+    : 17§n3§81:0;vault status
+    : 17§n3§95:0;vault login -method=userpass username=§user§ password='§P§'
+    : 17§n3§02:0;vault kv get -field=url secret/apps/reports
+    """,
+    P=PERSON,
+)
+shape(
+    "powershell-invoke-restmethod-headers-hashtable",
+    """
+    PS> $h = @{ 'X-Api-Key' = '§K§'; 'Accept' = 'application/json' }
+    PS> Invoke-RestMethod -Uri 'https://api.pagerduty.com/incidents?statuses[]=triggered' -Headers $h
+    """,
+    K=PD_API,
+)
+shape(
+    "bash-docker-run-e-flags-multiple-only-one-secret",
+    """
+    $ docker run -d --name umami -p 3000:3000 \\
+        -e DATABASE_URL=postgresql://umami:§P§@§host§:5432/umami \\
+        -e DATABASE_TYPE=postgresql \\
+        -e TZ=Europe/Berlin \\
+        ghcr.io/umami-software/umami:postgresql-latest
+    §sha256§
+    """,
+    P=SAFE(22),
+)
+shape(
+    "bash-openssl-enc-pass-pass-argument",
+    """
+    $ tar czf - ./exports | openssl enc -aes-256-cbc -pbkdf2 -salt -pass pass:§P§ -out exports-§day§.tgz.enc
+    $ ls -la exports-§day§.tgz.enc
+    -rw-r--r-- 1 §user§ staff 88123412 §day§ exports-§day§.tgz.enc
+    """,
+    P=SYM(22, "#%+-=@^_~."),
+)
+shape(
+    "bash-7z-a-p-flag-archive-password",
+    """
+    $ 7z a -p§P§ -mhe=on payroll-§day§.7z ./payroll/
+    7-Zip [64] 17.05 : Copyright (c) 1999-2021 Igor Pavlov
+    Everything is Ok
+    """,
+    P=AN(18),
+)
+shape(
+    "bash-mongosh-uri-with-credentials-and-authsource",
+    """
+    $ mongosh "mongodb://admin:§P§@§host§:27017/?authSource=admin&replicaSet=rs0"
+    Current Mongosh Log ID: §hex12§§hex12§
+    rs0 [direct: primary] test> show dbs
+    """,
+    P=SAFE(20),
+)
+shape(
+    "bash-lftp-c-open-u-user-pass-mirror",
+    """
+    lftp -c "open -u webmaster,§P§ sftp://www.§host§; mirror -R --delete ./public /var/www/html"
+    """,
+    P=PERSON,
+)
+shape(
+    "bash-smbclient-U-user-percent-password",
+    """
+    $ smbclient //fs01/scans -U 'CORP/scanner%§P§' -c 'ls'
+      .                                   D        0  Mon Mar  2 08:11:09 2026
+      scan_0001.pdf                       A   412331  Mon Mar  2 08:10:58 2026
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "bash-psql-connection-uri-with-sslmode-in-makefile-echo",
+    """
+    $ make db-shell
+    psql "postgresql://app_owner:§P§@ep-quiet-dawn-§n3§.eu-central-1.aws.neon.tech/app?sslmode=require"
+    psql (17.2, server 17.4)
+    SSL connection (protocol: TLSv1.3, cipher: TLS_AES_256_GCM_SHA384, compression: off)
+    app=>
+    """,
+    P=cat("npg_", AN(12)),
+)
+shape(
+    "bash-gh-auth-login-with-token-echo-pipe",
+    """
+    $ echo §T§ | gh auth login --with-token
+    $ gh auth status
+    github.com
+      ✓ Logged in to github.com account §user§ (keyring)
+      - Token: ghp_************************************
+    """,
+    T=GHP,
+)
+shape(
+    "bash-aws-configure-set-both-keys",
+    """
+    $ aws configure set aws_access_key_id §I§ --profile media
+    $ aws configure set aws_secret_access_key §S§ --profile media
+    $ aws s3 ls --profile media
+    2025-11-03 12:01:44 acme-media-originals
+    """,
+    I=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "bash-wget-http-password-flag-mirror",
+    """
+    $ wget --user=archive --password='§P§' -r -np -nH --cut-dirs=2 https://files.§host§/pub/archive/2025/
+    """,
+    P=SYM(12, "!#%+=?@_"),
+)
+shape(
+    "bash-sqlcmd-P-flag-sql-server",
+    """
+    $ sqlcmd -S tcp:§host§,1433 -U sa -P '§P§' -C -Q "SELECT name FROM sys.databases"
+    name
+    -----------
+    master
+    tempdb
+    Inventory
+    """,
+    P=SYM(16, "!#%*+-?@^_"),
+)
+shape(
+    "bash-rclone-config-create-with-pass-obscured-not-obscured",
+    """
+    $ rclone config create hetzner-box sftp host u§n3§.your-storagebox.de user u§n3§ port 23 pass §P§ --no-obscure
+    [hetzner-box]
+    type = sftp
+    host = u§n3§.your-storagebox.de
+    """,
+    P=AN(16),
+)
+shape(
+    "bash-ldapsearch-w-bind-password",
+    """
+    $ ldapsearch -x -H ldaps://dc1.corp.example -D 'CN=svc-ldap,OU=Service,DC=corp,DC=example' -w '§P§' \\
+        -b 'OU=Staff,DC=corp,DC=example' '(mail=§email§)' sAMAccountName
+    # §user§, Staff, corp.example
+    sAMAccountName: §user§
+    """,
+    P=SYM(20),
+)
+shape(
+    "bash-keytool-storepass-keypass-flags",
+    """
+    $ keytool -importkeystore -srckeystore server.p12 -srcstoretype PKCS12 -srcstorepass §P§ \\
+        -destkeystore server.jks -deststorepass §P§ -noprompt
+    Importing keystore server.p12 to server.jks...
+    Entry for alias 1 successfully imported.
+    """,
+    P=AN(14),
+)
+shape(
+    "bash-htpasswd-b-batch-plain-password",
+    """
+    $ sudo htpasswd -b -c /etc/nginx/.htpasswd grafana-viewer '§P§'
+    Adding password for user grafana-viewer
+    """,
+    P=PERSON,
+)
+shape(
+    "bash-chpasswd-echo-user-colon-password",
+    """
+    # echo 'kiosk:§P§' | chpasswd
+    # passwd -e kiosk
+    passwd: password expiry information changed.
+    """,
+    P=TEMP,
+)
+shape(
+    "bash-cf-login-p-flag-cloud-foundry",
+    """
+    $ cf login -a https://api.sys.§host§ -u ci-deployer -p '§P§' -o payments -s prod
+    API endpoint: https://api.sys.§host§
+    Authenticating...
+    OK
+    """,
+    P=SAFE(24),
+)
+shape(
+    "bash-oc-login-token-flag-openshift",
+    """
+    $ oc login --token=§T§ --server=https://api.ocp.§host§:6443
+    Logged into "https://api.ocp.§host§:6443" as "§user§" using the token provided.
+    """,
+    T=cat("sha256~", UL(43)),
+)
+shape(
+    "bash-helm-repo-add-username-password",
+    """
+    $ helm repo add internal https://charts.§host§ --username ci --password §P§
+    "internal" has been added to your repositories
+    """,
+    P=AN(24),
+)
+shape(
+    "bash-git-clone-https-with-bitbucket-app-password",
+    """
+    $ git clone https://§user§:§P§@bitbucket.org/acme/legacy-portal.git
+    Cloning into 'legacy-portal'...
+    remote: Enumerating objects: 18211, done.
+    """,
+    P=BB_APP,
+)
+shape(
+    "bash-mc-alias-set-minio-keys",
+    """
+    $ mc alias set lab http://§lan§:9000 §I§ §S§
+    Added `lab` successfully.
+    $ mc ls lab
+    [2026-01-14 10:02:11 UTC]     0B datasets/
+    """,
+    I=UP(20),
+    S=MINIO_SECRET,
+)
+shape(
+    "bash-b2-authorize-account-positional",
+    """
+    $ b2 account authorize 005§hex12§§hex8§0000000001 §K§
+    {
+        "accountId": "§hex12§",
+        "allowed": { "bucketName": "acme-backups", "capabilities": ["listFiles", "readFiles", "writeFiles"] }
+    }
+    """,
+    K=B2_KEY,
+)
+shape(
+    "bash-ncftpput-u-p-flags",
+    """
+    $ ncftpput -u legacyftp -p §P§ ftp.§host§ /incoming ./export.csv
+    export.csv:                                            2.11 MB    1.02 MB/s
+    """,
+    P=PWGEN(9),
+)
+shape(
+    "bash-expect-script-send-password-line",
+    """
+    #!/usr/bin/expect -f
+    set timeout 20
+    spawn ssh admin@§lan§
+    expect "password:"
+    send "§P§\\r"
+    expect "#"
+    send "show running-config\\r"
+    """,
+    P=PERSON,
+)
+shape(
+    "bash-docker-exec-env-grep-shows-secret",
+    """
+    $ docker exec -it n8n env | grep -E 'N8N_|DB_'
+    N8N_HOST=n8n.§host§
+    N8N_ENCRYPTION_KEY=§K§
+    DB_TYPE=postgresdb
+    DB_POSTGRESDB_HOST=postgres
+    """,
+    K=AN(32),
+)
+
+# ---- CI logs in forms not used before --------------------------------------------------------------------------
+
+shape(
+    "github-actions-debug-log-secret-not-masked-because-base64",
+    """
+    2026-03-04T11:22:01.4412301Z ##[debug]Evaluating: format('{0}', secrets.REGISTRY_AUTH)
+    2026-03-04T11:22:01.4418822Z ##[group]Run echo "auth=$(echo -n "ci:${{ secrets.REGISTRY_PASSWORD }}" | base64)"
+    2026-03-04T11:22:01.4420011Z auth=§B§
+    2026-03-04T11:22:01.4420502Z ##[endgroup]
+    """,
+    B=lambda r: basic("ci", safe(r, 20)),
+)
+shape(
+    "gitlab-ci-job-log-section-with-printed-variable",
+    """
+    section_start:17§n3§:step_script\\r\\e[0K\\e[0K\\e[36;1mExecuting "step_script" stage of the job script\\e[0;m
+    $ echo "Using Sonar token $SONAR_TOKEN for analysis"
+    Using Sonar token §T§ for analysis
+    $ sonar-scanner -Dsonar.projectKey=acme_web
+    """,
+    T=SONAR,
+)
+shape(
+    "jenkins-console-withcredentials-leak-via-sh-x",
+    """
+    [Pipeline] withCredentials
+    Masking supported pattern matches of $NEXUS_PW
+    [Pipeline] sh
+    + set -x
+    + printf %s §P§
+    + base64
+    + curl -u deployer:§P§ https://nexus.§host§/service/rest/v1/components?repository=maven-releases
+    """,
+    P=SAFE(20),
+)
+shape(
+    "azure-devops-pipeline-log-az-cli-sp-secret-in-args",
+    """
+    2026-02-11T08:41:12.1104431Z ========================== Starting Command Output ===========================
+    2026-02-11T08:41:12.1133219Z [command]/usr/bin/bash --noprofile --norc /home/vsts/work/_temp/§uuid§.sh
+    2026-02-11T08:41:12.9013382Z + az login --service-principal -u §uuid2§ -p §S§ --tenant contoso.onmicrosoft.com
+    """,
+    S=AZ_SECRET,
+)
+shape(
+    "circleci-step-output-printenv-sorted",
+    """
+    #!/bin/bash -eo pipefail
+    printenv | sort | grep -v '^_'
+    CIRCLE_BRANCH=main
+    CIRCLE_BUILD_NUM=§n3§
+    CIRCLE_PROJECT_REPONAME=mobile-app
+    EXPO_TOKEN=§T§
+    HOME=/home/circleci
+    """,
+    T=EXPO,
+)
+shape(
+    "buildkite-agent-log-meta-data-get-secret",
+    """
+    ~~~ :key: Fetching secrets
+    $ buildkite-agent meta-data get release-token
+    §T§
+    ~~~ :rocket: Releasing
+    $ goreleaser release --clean
+    """,
+    T=GHP,
+)
+shape(
+    "bitbucket-pipelines-log-pipe-variables-echoed",
+    """
+    + pipe: atlassian/aws-s3-deploy:1.6.0
+      variables:
+        AWS_ACCESS_KEY_ID: '§I§'
+        AWS_SECRET_ACCESS_KEY: '§S§'
+        AWS_DEFAULT_REGION: 'eu-west-1'
+        S3_BUCKET: 'acme-www'
+        LOCAL_PATH: 'dist'
+    """,
+    I=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "teamcity-build-log-service-message-setparameter",
+    """
+    [11:02:31] : [Step 2/4] ##teamcity[setParameter name='env.OCTOPUS_API_KEY' value='§K§']
+    [11:02:31] : [Step 2/4] Parameter env.OCTOPUS_API_KEY set
+    [11:02:40] : [Step 3/4] octo create-release --project "Web" --server https://deploy.§host§
+    """,
+    K=cat("API-", UP(27)),
+)
+shape(
+    "drone-ci-log-plugin-docker-password-in-settings-dump",
+    """
+    [docker:1] + /usr/local/bin/dockerd --data-root /var/lib/docker --host=unix:///var/run/docker.sock
+    [docker:2] settings: {"repo":"registry.§host§/team/api","username":"drone","password":"§P§","tags":["§short§"]}
+    [docker:3] Successfully tagged registry.§host§/team/api:§short§
+    """,
+    P=AN(28),
+)
+shape(
+    "github-actions-run-step-env-block-rendered-in-log",
+    """
+    Run ./scripts/publish-extension.sh
+      ./scripts/publish-extension.sh
+      shell: /usr/bin/bash -e {0}
+      env:
+        VSCE_PAT: §T§
+        NODE_VERSION: 22
+    Publishing acme.acme-lint@§ver§...
+    """,
+    T=ADO_PAT,
+)
+shape(
+    "gitlab-runner-register-command-in-ansible-output",
+    """
+    TASK [gitlab-runner : register runner] *******************************************
+    changed: [runner-03] => {"changed": true, "cmd": "gitlab-runner register --non-interactive --url https://gitlab.§host§ --token §T§ --executor docker --docker-image alpine:3.21", "rc": 0}
+    """,
+    T=GLRT,
+)
+shape(
+    "woodpecker-pipeline-log-netrc-written",
+    """
+    + cat > ~/.netrc <<EOF
+    machine codeberg.org
+    login ci-bot
+    password §T§
+    EOF
+    + git push origin HEAD:refs/heads/docs-preview
+    """,
+    T=HX(40),
+)
+shape(
+    "argo-workflows-pod-log-env-print",
+    """
+    time="§ts§" level=info msg="capturing logs" argo=true
+    OPENSEARCH_URL=https://search.§host§:9200
+    OPENSEARCH_PASSWORD=§P§
+    indexing 48211 documents into products-v7 ...
+    """,
+    P=SYM(18, "!#%*+-?@_"),
+)
+shape(
+    "tekton-taskrun-log-step-git-credentials-store",
+    """
+    [step-clone] + git config --global credential.helper store
+    [step-clone] + echo https://x-access-token:§T§@github.com > /root/.git-credentials
+    [step-clone] + git clone https://github.com/acme/infra-live.git
+    [step-clone] Cloning into 'infra-live'...
+    """,
+    T=GHS,
+)
+shape(
+    "spinnaker-pipeline-execution-json-with-webhook-stage-header",
+    """
+    {"type":"webhook","name":"Notify Statuspage","context":{"url":"https://api.statuspage.io/v1/pages/§hex12§/incidents","method":"POST","customHeaders":{"Authorization":"OAuth §K§"},"statusCode":201}}
+    """,
+    K=UUID,
+)
+shape(
+    "concourse-fly-execute-output-param-echo",
+    """
+    executing build §n3§ at https://ci.§host§/builds/§n3§
+    initializing
+    running sh -exc echo "$SLACK_WEBHOOK" && ./notify.sh
+    + echo §H§
+    §H§
+    succeeded
+    """,
+    H=SLACK_HOOK,
+)
+shape(
+    "github-actions-composite-action-input-warning-unexpected-input",
+    """
+    Warning: Unexpected input(s) 'api-token', valid inputs are ['token', 'path']
+    Run acme/upload-coverage@v2
+      with:
+        api-token: §T§
+        path: coverage/lcov.info
+    """,
+    T=UUID,
+)
+shape(
+    "earthly-build-output-arg-printed",
+    """
+    +build | --> RUN --secret NPM_TOKEN npm ci
+    +build | npm notice using token from NPM_TOKEN=§T§
+    +build | added 1422 packages in 31s
+    """,
+    T=NPM,
+)
+
+# ---- configs of many real tools, formats not used before ---------------------------------------------------------
+
+shape(
+    "nix-module-services-nextcloud-adminpass-inline",
+    """
+    { config, pkgs, ... }: {
+      services.nextcloud = {
+        enable = true;
+        hostName = "cloud.§host§";
+        config.adminpassFile = "${pkgs.writeText "adminpass" "§P§"}";
+        config.dbtype = "pgsql";
+      };
+    }
+    """,
+    P=SAFE(20),
+)
+shape(
+    "starlark-tiltfile-local-resource-env-with-token",
+    """
+    # Tiltfile
+    local_resource(
+        'seed-data',
+        cmd='python scripts/seed.py',
+        env={'STRIPE_API_KEY': '§K§', 'SEED_ROWS': '500'},
+        resource_deps=['postgres'],
+    )
+    """,
+    K=STRIPE_SK,
+)
+shape(
+    "lua-neovim-plugin-config-with-openai-key",
+    """
+    -- ~/.config/nvim/lua/plugins/ai.lua
+    return {
+      "frankroeder/parrot.nvim",
+      opts = {
+        providers = {
+          anthropic = { api_key = "§K§" },
+        },
+      },
+    }
+    """,
+    K=ANTHROPIC,
+)
+shape(
+    "hocon-application-conf-akka-persistence-password",
+    """
+    akka.persistence.r2dbc {
+      connection-factory = ${akka.persistence.r2dbc.postgres}
+      connection-factory {
+        host = "§host§"
+        database = "events"
+        user = "akka"
+        password = "§P§"
+      }
+    }
+    """,
+    P=SAFE(20),
+)
+shape(
+    "pkl-config-amends-with-secret-field",
+    """
+    amends "package://pkg.pkl-lang.org/acme/service@1.4.0#/Service.pkl"
+
+    name = "ledger"
+    port = 8443
+    database {
+      url = "jdbc:postgresql://§host§/ledger"
+      password = "§P§"
+    }
+    """,
+    P=SYM(20, "#%+-=@^_~."),
+)
+shape(
+    "cue-config-values-with-api-key",
+    """
+    package deploy
+
+    services: search: {
+        image: "ghcr.io/acme/search:§ver§"
+        env: {
+            MEILI_MASTER_KEY: "§K§"
+            MEILI_ENV:        "production"
+        }
+    }
+    """,
+    K=MEILI,
+)
+shape(
+    "dhall-config-record-with-password",
+    """
+    let Config = ./Config.dhall
+
+    in  Config::{
+        , host = "§host§"
+        , user = "etl"
+        , password = "§P§"
+        , batchSize = 5000
+        }
+    """,
+    P=PERSON,
+)
+shape(
+    "kdl-config-zellij-like-plugin-with-token",
+    """
+    plugins {
+        forgejo-status location="file:~/.zellij/forgejo.wasm" {
+            url "https://git.§host§"
+            token "§T§"
+        }
+    }
+    """,
+    T=HX(40),
+)
+shape(
+    "jsonnet-grafana-datasource-secure-json-data",
+    """
+    {
+      datasources: [{
+        name: 'Loki',
+        type: 'loki',
+        url: 'https://logs-prod-eu-west-0.grafana.net',
+        basicAuth: true,
+        basicAuthUser: '§n3§',
+        secureJsonData: { basicAuthPassword: '§T§' },
+      }],
+    }
+    """,
+    T=GRAFANA_CLOUD,
+)
+shape(
+    "ron-config-rust-game-server-with-rcon-password",
+    """
+    (
+        server_name: "Friday LAN",
+        max_players: 16,
+        rcon: (
+            enabled: true,
+            port: 27020,
+            password: "§P§",
+        ),
+    )
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "edn-clojure-config-with-db-spec-password",
+    """
+    {:db {:dbtype "postgresql"
+          :host "§host§"
+          :dbname "billing"
+          :user "billing"
+          :password "§P§"}
+     :http {:port 3000}}
+    """,
+    P=SAFE(20),
+)
+shape(
+    "caddyfile-basicauth-plus-cloudflare-dns-token",
+    """
+    {
+        acme_dns cloudflare §T§
+    }
+
+    grafana.§host§ {
+        reverse_proxy localhost:3000
+    }
+    """,
+    T=CF_TOKEN,
+)
+shape(
+    "traefik-dynamic-toml-with-plugin-api-key",
+    """
+    [http.middlewares.crowdsec.plugin.bouncer]
+      enabled = true
+      crowdsecLapiKey = "§K§"
+      crowdsecLapiHost = "crowdsec:8080"
+    """,
+    K=HX(32),
+)
+shape(
+    "haproxy-cfg-userlist-insecure-password",
+    """
+    userlist stats_users
+        user admin insecure-password §P§
+
+    listen stats
+        bind :8404
+        stats enable
+        stats auth-realm HAProxy
+    """,
+    P=AN(16),
+)
+shape(
+    "nginx-conf-proxy-set-header-authorization-basic",
+    """
+    location /upstream-api/ {
+        proxy_pass https://partner.example.net/api/;
+        proxy_set_header Authorization "Basic §B§";
+        proxy_set_header Host partner.example.net;
+    }
+    """,
+    B=lambda r: basic("acme", safe(r, 18)),
+)
+shape(
+    "apache-httpd-conf-proxy-pass-with-credentials-in-url",
+    """
+    <Location "/reports">
+        ProxyPass "http://reporter:§P§@§ip§:8080/reports"
+        ProxyPassReverse "http://§ip§:8080/reports"
+    </Location>
+    """,
+    P=SAFE(16),
+)
+shape(
+    "postfix-sasl-passwd-relayhost-line",
+    """
+    # /etc/postfix/sasl_passwd
+    [smtp.sendgrid.net]:587 apikey:§K§
+    """,
+    K=SENDGRID,
+)
+shape(
+    "msmtprc-account-with-password-line",
+    """
+    account        fastmail
+    host           smtp.fastmail.com
+    port           465
+    tls_starttls   off
+    from           §email§
+    user           §email§
+    password       §P§
+    account default : fastmail
+    """,
+    P=LO(16),
+)
+shape(
+    "mbsyncrc-imapaccount-pass-line",
+    """
+    IMAPAccount work
+    Host outlook.office365.com
+    User §email§
+    Pass §P§
+    SSLType IMAPS
+    """,
+    P=PERSON,
+)
+shape(
+    "offlineimaprc-remotepass-line",
+    """
+    [Repository Remote]
+    type = IMAP
+    remotehost = imap.mailbox.org
+    remoteuser = §email§
+    remotepass = §P§
+    sslcacertfile = /etc/ssl/certs/ca-certificates.crt
+    """,
+    P=SYM(14),
+)
+shape(
+    "fetchmailrc-poll-with-password-quoted",
+    """
+    poll pop.gmx.net with proto POP3
+      user '§email§' there with password '§P§' is '§user§' here
+      options ssl keep
+    """,
+    P=PERSON,
+)
+shape(
+    "muttrc-set-imap-pass-and-smtp-url",
+    """
+    set imap_user = "§email§"
+    set imap_pass = "§P§"
+    set folder = "imaps://imap.gmail.com:993"
+    set smtp_url = "smtps://§email§@smtp.gmail.com:465/"
+    """,
+    P=lambda r: " ".join(chars(r, string.ascii_lowercase, 4) for _ in range(4)),
+)
+shape(
+    "ddclient-conf-password-line",
+    """
+    daemon=300
+    use=web, web=checkip.dyndns.org
+    protocol=dyndns2
+    server=domains.google.com
+    login=§hex12§
+    password='§P§'
+    home.§host§
+    """,
+    P=AN(16),
+)
+shape(
+    "chrony-keys-file-with-ntp-key",
+    """
+    # /etc/chrony/chrony.keys
+    1 SHA256 HEX:§K§
+    """,
+    K=lambda r: hx(r, 64).upper(),
+)
+shape(
+    "snmpd-conf-createuser-auth-and-priv-passphrases",
+    """
+    createUser monitor SHA-256 "§A§" AES "§X§"
+    rouser monitor priv
+    sysLocation "Rack B4"
+    """,
+    A=AN(16),
+    X=AN(16),
+)
+shape(
+    "freeradius-clients-conf-secret",
+    """
+    client office-ap {
+        ipaddr = §lan§
+        secret = §S§
+        shortname = ap-2f
+    }
+    """,
+    S=AN(20),
+)
+shape(
+    "keepalived-conf-auth-pass",
+    """
+    vrrp_instance VI_1 {
+        state MASTER
+        interface eth0
+        virtual_router_id 51
+        priority 150
+        authentication {
+            auth_type PASS
+            auth_pass §P§
+        }
+        virtual_ipaddress { §ip§/24 }
+    }
+    """,
+    P=AN(8),
+)
+shape(
+    "pgbouncer-userlist-txt-plain-password",
+    """
+    ; /etc/pgbouncer/userlist.txt
+    "app" "§P§"
+    "stats" "md5§md5§"
+    """,
+    P=SAFE(20),
+)
+shape(
+    "pgpass-file-line-with-wildcards",
+    """
+    # ~/.pgpass
+    §host§:5432:*:reporting:§P§
+    localhost:5432:devdb:dev:dev
+    """,
+    P=SYM(18, "!#%+-=?@^_~."),
+)
+shape(
+    "my-cnf-client-section-password",
+    """
+    [client]
+    user=backup
+    password="§P§"
+    host=§host§
+
+    [mysqldump]
+    single-transaction
+    """,
+    P=SYM(18, "!#%+-=?@^_~."),
+)
+shape(
+    "odbc-ini-dsn-with-pwd",
+    """
+    [Warehouse]
+    Driver=/opt/snowflake/snowflakeodbc/lib/universal/libSnowflake.dylib
+    Server=xy§n3§.eu-central-1.snowflakecomputing.com
+    UID=TABLEAU_SVC
+    PWD=§P§
+    Warehouse=REPORTING_WH
+    """,
+    P=SAFE(24),
+)
+shape(
+    "tnsnames-and-sqlnet-wallet-password-in-cmd",
+    """
+    $ mkstore -wrl /u01/app/oracle/wallet -createCredential ORCLPDB1 app_user §P§
+    Oracle Secret Store Tool Release 23.0.0.0.0 - Production
+    Enter wallet password:
+    """,
+    P=PWGEN(14),
+)
+shape(
+    "cassandra-cqlshrc-credentials-section",
+    """
+    [authentication]
+    username = cassandra_admin
+    password = §P§
+
+    [connection]
+    hostname = §host§
+    port = 9042
+    """,
+    P=SAFE(20),
+)
+shape(
+    "rabbitmq-conf-default-user-pass",
+    """
+    listeners.tcp.default = 5672
+    default_user = orders
+    default_pass = §P§
+    management.tcp.port = 15672
+    """,
+    P=AN(24),
+)
+shape(
+    "mosquitto-bridge-conf-remote-password",
+    """
+    connection cloud-bridge
+    address mqtt.eu.hivemq.cloud:8883
+    remote_username home-bridge
+    remote_password §P§
+    topic sensors/# out 1
+    bridge_protocol_version mqttv311
+    """,
+    P=SAFE(16),
+)
+shape(
+    "nats-server-conf-authorization-users",
+    """
+    authorization {
+      users = [
+        { user: "ingest", password: "§P§", permissions: { publish: "events.>" } }
+        { user: "reader", password: "$2a$11$§hex12§§hex12§§hex12§§hex12§§hex8§", permissions: { subscribe: "events.>" } }
+      ]
+    }
+    """,
+    P=AN(22),
+)
+shape(
+    "redis-conf-requirepass-and-masterauth",
+    """
+    bind 0.0.0.0
+    protected-mode yes
+    requirepass §P§
+    masterauth §P§
+    maxmemory 2gb
+    """,
+    P=HX(48),
+)
+shape(
+    "sentinel-conf-auth-pass-for-master",
+    """
+    sentinel monitor mymaster §ip§ 6379 2
+    sentinel auth-pass mymaster §P§
+    sentinel down-after-milliseconds mymaster 5000
+    """,
+    P=AN(32),
+)
+shape(
+    "clickhouse-users-xml-password-element",
+    """
+    <clickhouse>
+      <users>
+        <grafana>
+          <password>§P§</password>
+          <networks><ip>::/0</ip></networks>
+          <profile>readonly</profile>
+        </grafana>
+      </users>
+    </clickhouse>
+    """,
+    P=AN(20),
+)
+shape(
+    "elasticsearch-keystore-add-stdin-command",
+    """
+    $ echo '§P§' | bin/elasticsearch-keystore add --stdin xpack.notification.email.account.ops.smtp.secure_password
+    $ bin/elasticsearch-keystore list
+    keystore.seed
+    xpack.notification.email.account.ops.smtp.secure_password
+    """,
+    P=SAFE(16),
+)
+shape(
+    "logstash-pipeline-conf-output-elasticsearch-password",
+    """
+    output {
+      elasticsearch {
+        hosts => ["https://es01.§host§:9200"]
+        user => "logstash_writer"
+        password => "§P§"
+        index => "app-logs-%{+YYYY.MM.dd}"
+      }
+    }
+    """,
+    P=SAFE(20),
+)
+shape(
+    "fluent-bit-conf-output-http-header-with-key",
+    """
+    [OUTPUT]
+        Name        http
+        Match       *
+        Host        in.logs.betterstack.com
+        Port        443
+        tls         On
+        Header      Authorization Bearer §T§
+        Format      json
+    """,
+    T=BETTERSTACK,
+)
+shape(
+    "vector-toml-sink-datadog-logs-default-api-key",
+    """
+    [sinks.dd]
+    type = "datadog_logs"
+    inputs = ["parse_nginx"]
+    default_api_key = "§K§"
+    site = "datadoghq.eu"
+    compression = "gzip"
+    """,
+    K=DD_API,
+)
+shape(
+    "filebeat-yml-output-logstash-and-cloud-auth",
+    """
+    cloud.id: "prod-logs:ZXUtd2VzdC0xLmF3cy5mb3VuZC5pbyQ§hex12§"
+    cloud.auth: "filebeat_writer:§P§"
+    filebeat.inputs:
+      - type: filestream
+        paths: [/var/log/app/*.log]
+    """,
+    P=SAFE(22),
+)
+shape(
+    "alloy-river-config-prometheus-remote-write-basic-auth",
+    """
+    prometheus.remote_write "grafana_cloud" {
+      endpoint {
+        url = "https://prometheus-prod-24-prod-eu-west-2.grafana.net/api/prom/push"
+        basic_auth {
+          username = "§n3§§n3§"
+          password = "§T§"
+        }
+      }
+    }
+    """,
+    T=GRAFANA_CLOUD,
+)
+
+# ---- container and cluster manifests -----------------------------------------------------------------------------
+
+shape(
+    "k8s-secret-stringdata-multi-key-one-secret",
+    """
+    apiVersion: v1
+    kind: Secret
+    metadata:
+      name: outline-env
+      namespace: wiki
+    type: Opaque
+    stringData:
+      URL: https://wiki.§host§
+      SECRET_KEY: §K§
+      FORCE_HTTPS: "true"
+    """,
+    K=HX(64),
+)
+shape(
+    "k8s-deployment-env-value-literal-password",
+    """
+    spec:
+      containers:
+        - name: keycloak
+          image: quay.io/keycloak/keycloak:26.1
+          args: ["start", "--optimized"]
+          env:
+            - name: KC_DB_USERNAME
+              value: keycloak
+            - name: KC_DB_PASSWORD
+              value: "§P§"
+            - name: KC_HOSTNAME
+              value: sso.§host§
+    """,
+    P=SAFE(24),
+)
+shape(
+    "helm-values-override-file-with-smtp-password",
+    """
+    # values-prod.yaml for mastodon/mastodon
+    mastodon:
+      local_domain: social.§host§
+      smtp:
+        server: smtp.eu.mailgun.org
+        port: 587
+        login: postmaster@mg.§host§
+        password: §P§
+    """,
+    P=MAILGUN,
+)
+shape(
+    "kustomize-secretgenerator-literals",
+    """
+    secretGenerator:
+      - name: grafana-admin
+        literals:
+          - admin-user=admin
+          - admin-password=§P§
+    generatorOptions:
+      disableNameSuffixHash: true
+    """,
+    P=SYM(20, "#%+-=@^_~."),
+)
+shape(
+    "docker-compose-override-yml-environment-list-form",
+    """
+    services:
+      minio:
+        image: minio/minio:RELEASE.2025-09-07T16-13-09Z
+        command: server /data --console-address ":9001"
+        environment:
+          - MINIO_ROOT_USER=minioadmin
+          - MINIO_ROOT_PASSWORD=§P§
+    """,
+    P=AN(24),
+)
+shape(
+    "podman-quadlet-container-file-environment",
+    """
+    # ~/.config/containers/systemd/paperless.container
+    [Container]
+    Image=ghcr.io/paperless-ngx/paperless-ngx:latest
+    Environment=PAPERLESS_SECRET_KEY=§K§
+    Environment=PAPERLESS_URL=https://docs.§host§
+    PublishPort=8000:8000
+    """,
+    K=SYM(50, "!#%*+-=?@^_~"),
+)
+shape(
+    "nomad-job-hcl-template-with-inline-password",
+    """
+    task "grafana" {
+      driver = "docker"
+      config { image = "grafana/grafana:11.4.0" }
+      env {
+        GF_SECURITY_ADMIN_PASSWORD = "§P§"
+        GF_SERVER_ROOT_URL = "https://grafana.§host§"
+      }
+    }
+    """,
+    P=SAFE(18),
+)
+shape(
+    "ecs-task-definition-json-environment-plain",
+    """
+    {
+      "family": "checkout-api",
+      "containerDefinitions": [{
+        "name": "api",
+        "image": "§acct§.dkr.ecr.eu-west-1.amazonaws.com/checkout:§short§",
+        "environment": [
+          {"name": "ADYEN_API_KEY", "value": "§K§"},
+          {"name": "ADYEN_ENV", "value": "live"}
+        ]
+      }]
+    }
+    """,
+    K=ADYEN,
+)
+shape(
+    "cloud-run-service-yaml-env-value",
+    """
+    apiVersion: serving.knative.dev/v1
+    kind: Service
+    metadata:
+      name: ocr-worker
+    spec:
+      template:
+        spec:
+          containers:
+            - image: europe-docker.pkg.dev/acme/ocr/worker:§short§
+              env:
+                - name: ASSEMBLYAI_API_KEY
+                  value: §K§
+    """,
+    K=ASSEMBLY,
+)
+shape(
+    "fly-toml-env-section-with-secret-that-should-be-fly-secret",
+    """
+    app = "acme-bot"
+    primary_region = "ams"
+
+    [env]
+      LOG_LEVEL = "info"
+      TELEGRAM_BOT_TOKEN = "§T§"
+
+    [[services]]
+      internal_port = 8080
+    """,
+    T=TELEGRAM_BOT,
+)
+shape(
+    "devcontainer-json-remoteenv-with-key",
+    """
+    {
+      "name": "agents-dev",
+      "image": "mcr.microsoft.com/devcontainers/python:3.12",
+      "remoteEnv": {
+        "OPENROUTER_API_KEY": "§K§",
+        "PYTHONUNBUFFERED": "1"
+      },
+      "postCreateCommand": "uv sync"
+    }
+    """,
+    K=OPENROUTER,
+)
+shape(
+    "dockerfile-arg-default-and-env-copy",
+    """
+    FROM node:22-alpine
+    ARG SENTRY_AUTH_TOKEN=§T§
+    ENV SENTRY_ORG=acme SENTRY_PROJECT=web
+    RUN npm ci && npm run build && npx @sentry/cli sourcemaps upload ./dist
+    """,
+    T=SENTRY_ORG,
+)
+shape(
+    "docker-config-json-auths-entry-base64",
+    """
+    {
+      "auths": {
+        "registry.gitlab.com": {
+          "auth": "§B§"
+        }
+      },
+      "credsStore": ""
+    }
+    """,
+    B=lambda r: basic("deploy-token-" + str(r.randint(100, 999)), GLDT(r)),
+)
+shape(
+    "argocd-repository-secret-yaml-password",
+    """
+    apiVersion: v1
+    kind: Secret
+    metadata:
+      name: repo-infra
+      labels:
+        argocd.argoproj.io/secret-type: repository
+    stringData:
+      url: https://git.§host§/platform/infra.git
+      username: argocd
+      password: §T§
+    """,
+    T=GITEA,
+)
+shape(
+    "external-secrets-fake-provider-data-value",
+    """
+    apiVersion: external-secrets.io/v1beta1
+    kind: SecretStore
+    metadata: { name: fake-for-tests }
+    spec:
+      provider:
+        fake:
+          data:
+            - key: /prod/payments/braintree-private-key
+              value: "§K§"
+    """,
+    K=BRAINTREE_PRIV,
+)
+shape(
+    "crossplane-providerconfig-secret-inline-credentials",
+    """
+    apiVersion: v1
+    kind: Secret
+    metadata: { name: do-creds, namespace: crossplane-system }
+    stringData:
+      credentials: '{"token":"§T§"}'
+    """,
+    T=DO_TOKEN,
+)
+shape(
+    "k8s-configmap-mistakenly-holding-api-key",
+    """
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: frontend-config
+    data:
+      API_BASE: https://api.§host§
+      MAPS_SERVER_KEY: §K§
+      FEATURE_FLAGS: "checkout_v2,search_v3"
+    """,
+    K=GOOGLE,
+)
+shape(
+    "compose-secrets-file-content-shown-with-cat",
+    """
+    $ cat secrets/postgres_password.txt
+    §P§
+    $ grep -A3 '^secrets:' compose.yaml
+    secrets:
+      postgres_password:
+        file: ./secrets/postgres_password.txt
+    """,
+    P=SAFE(32),
+)
+
+# ---- HTTP clients and traces ------------------------------------------------------------------------------------
+
+shape(
+    "http-file-vscode-rest-client-variables",
+    """
+    @baseUrl = https://api.§host§/v1
+    @token = §T§
+
+    ### list invoices
+    GET {{baseUrl}}/invoices?status=open
+    Authorization: Bearer {{token}}
+    """,
+    T=cat("sk_live_", AN(48)),
+)
+shape(
+    "jetbrains-http-client-env-private-json",
+    """
+    {
+      "prod": {
+        "host": "https://api.§host§",
+        "client_secret": "§S§"
+      }
+    }
+    """,
+    S=KEYCLOAK,
+)
+shape(
+    "bruno-collection-env-bru-file",
+    """
+    vars {
+      baseUrl: https://api.§host§
+    }
+    vars:secret [
+      apiKey
+    ]
+    # exported with values:
+    apiKey: §K§
+    """,
+    K=AN(40),
+)
+shape(
+    "insomnia-export-json-header-value",
+    """
+    {"_type":"request","name":"Create payout","method":"POST","url":"https://api.wise.com/v3/profiles/§n3§/transfers","headers":[{"name":"Authorization","value":"Bearer §T§"}]}
+    """,
+    T=UUID,
+)
+shape(
+    "postman-environment-json-values-array",
+    """
+    {
+      "name": "Shopify prod",
+      "values": [
+        {"key": "shop", "value": "acme-store.myshopify.com", "enabled": true},
+        {"key": "access_token", "value": "§T§", "type": "secret", "enabled": true}
+      ]
+    }
+    """,
+    T=SHOPIFY,
+)
+shape(
+    "curl-trace-ascii-dump-authorization-line",
+    """
+    == Info: Connected to api.openai.com (§pub§) port 443
+    => Send header, 214 bytes (0xd6)
+    0000: POST /v1/embeddings HTTP/2
+    001c: Host: api.openai.com
+    0032: authorization: Bearer §K§
+    => Send data, 61 bytes (0x3d)
+    """,
+    K=OPENAI_SVC,
+)
+shape(
+    "har-entry-request-headers-cookie-session",
+    """
+    {"request": {"method": "GET", "url": "https://admin.§host§/dashboard",
+      "headers": [{"name": "Cookie", "value": "_ga=GA1.1.§n3§.§n3§; admin_session=§S§"},
+                  {"name": "User-Agent", "value": "Mozilla/5.0"}]}}
+    """,
+    S=HX(64),
+)
+shape(
+    "wireshark-follow-http-stream-basic-auth",
+    """
+    GET /cgi-bin/status.cgi HTTP/1.1
+    Host: §lan§
+    Authorization: Basic §B§
+    User-Agent: Wget/1.21.4
+
+    HTTP/1.1 200 OK
+    Content-Type: text/html
+    """,
+    B=lambda r: basic("admin", person(r)),
+)
+shape(
+    "requests-session-debug-output-x-api-key",
+    """
+    DEBUG:urllib3.connectionpool:Starting new HTTPS connection (1): api.elevenlabs.io:443
+    send: b'POST /v1/text-to-speech/§hex12§ HTTP/1.1\\r\\nHost: api.elevenlabs.io\\r\\nxi-api-key: §K§\\r\\nContent-Type: application/json\\r\\n\\r\\n'
+    reply: 'HTTP/1.1 200 OK\\r\\n'
+    """,
+    K=ELEVEN,
+)
+shape(
+    "okhttp-logging-interceptor-android-logcat",
+    """
+    03-05 14:21:07.311 §pid§ §pid§ I okhttp.OkHttpClient: --> POST https://api.revenuecat.com/v1/receipts
+    03-05 14:21:07.311 §pid§ §pid§ I okhttp.OkHttpClient: Authorization: Bearer §K§
+    03-05 14:21:07.312 §pid§ §pid§ I okhttp.OkHttpClient: --> END POST (412-byte body)
+    """,
+    K=cat("sk_", AN(32)),
+)
+shape(
+    "axios-error-tojson-config-headers",
+    """
+    AxiosError: Request failed with status code 429
+      config: {
+        url: 'https://api.cerebras.ai/v1/chat/completions',
+        method: 'post',
+        headers: { Authorization: 'Bearer §K§', 'Content-Type': 'application/json' }
+      }
+    """,
+    K=CEREBRAS,
+)
+shape(
+    "httpx-event-hook-print-request-headers",
+    """
+    Request event hook: POST https://api.together.xyz/v1/completions - Waiting for response
+    Headers({'host': 'api.together.xyz', 'authorization': 'Bearer §K§', 'content-length': '188'})
+    Response event hook: POST https://api.together.xyz/v1/completions - Status 200
+    """,
+    K=TOGETHER,
+)
+shape(
+    "grpcurl-h-metadata-flag",
+    """
+    $ grpcurl -H 'authorization: Bearer §T§' -d '{"id":"§n3§"}' api.§host§:443 orders.v1.OrderService/GetOrder
+    {
+      "id": "§n3§",
+      "status": "SHIPPED"
+    }
+    """,
+    T=B64U(32),
+)
+shape(
+    "websocat-url-with-token-query",
+    """
+    $ websocat "wss://stream.§host§/v2/ticks?symbols=AAPL,MSFT&token=§T§"
+    {"s":"AAPL","p":212.41,"t":§n3§}
+    """,
+    T=AN(32),
+)
+shape(
+    "fetch-in-browser-devtools-copy-as-fetch",
+    """
+    fetch("https://app.§host§/api/graphql", {
+      "headers": {
+        "accept": "*/*",
+        "authorization": "Bearer §T§",
+        "content-type": "application/json"
+      },
+      "body": "{\\"query\\":\\"{me{id}}\\"}",
+      "method": "POST"
+    });
+    """,
+    T=JWT({"sub": "user_§n3§", "org": "acme", "exp": 1767311000}, "HS256"),
+)
+shape(
+    "powershell-copy-as-invoke-webrequest-with-session-cookie",
+    """
+    $session = New-Object Microsoft.PowerShell.Commands.WebRequestSession
+    $session.Cookies.Add((New-Object System.Net.Cookie("connect.sid", "§S§", "/", "portal.§host§")))
+    Invoke-WebRequest -UseBasicParsing -Uri "https://portal.§host§/api/me" -WebSession $session
+    """,
+    S=lambda r: "s%3A" + ul(r, 32) + "." + pct(b64(r, 32)).replace("%3D", ""),
+)
+shape(
+    "nginx-access-log-token-in-query-string",
+    """
+    §ip§ - - [05/Mar/2026:10:14:02 +0000] "GET /export.csv?api_token=§T§&from=2026-01-01 HTTP/1.1" 200 81234 "-" "python-requests/2.32.3"
+    """,
+    T=HX(40),
+)
+shape(
+    "envoy-access-log-json-with-authorization-header",
+    """
+    {"start_time":"§ts§","method":"POST","path":"/v1/messages","response_code":200,"x_forwarded_for":"§ip§","req_authorization":"Bearer §K§","upstream_host":"§ip2§:8080"}
+    """,
+    K=ANTHROPIC,
+)
+
+# ---- SDK code in many languages ----------------------------------------------------------------------------------
+
+shape(
+    "go-main-with-const-api-key-for-resend",
+    """
+    package main
+
+    import "github.com/resend/resend-go/v2"
+
+    const apiKey = "§K§"
+
+    func main() {
+        client := resend.NewClient(apiKey)
+        _, _ = client.Emails.Send(&resend.SendEmailRequest{From: "noreply@§host§", To: []string{"§email§"}, Subject: "hi"})
+    }
+    """,
+    K=RESEND,
+)
+shape(
+    "rust-reqwest-bearer-auth-literal",
+    """
+    let client = reqwest::Client::new();
+    let res = client
+        .get("https://api.fireworks.ai/inference/v1/models")
+        .bearer_auth("§K§")
+        .send()
+        .await?;
+    """,
+    K=FIREWORKS,
+)
+shape(
+    "java-spring-value-default-with-secret",
+    """
+    @Service
+    public class FxRates {
+        @Value("${fx.api-key:§K§}")
+        private String apiKey;
+    }
+    """,
+    K=HX(32),
+)
+shape(
+    "kotlin-build-gradle-kts-maven-credentials",
+    """
+    repositories {
+        maven {
+            url = uri("https://maven.pkg.github.com/acme/android-libs")
+            credentials {
+                username = "ci-bot"
+                password = "§T§"
+            }
+        }
+    }
+    """,
+    T=GHP,
+)
+shape(
+    "csharp-program-cs-new-openai-client-literal",
+    """
+    using OpenAI.Chat;
+
+    ChatClient client = new(model: "gpt-4.1", apiKey: "§K§");
+    ChatCompletion completion = client.CompleteChat("Say 'this is a test.'");
+    Console.WriteLine(completion.Content[0].Text);
+    """,
+    K=OPENAI,
+)
+shape(
+    "ruby-initializer-stripe-api-key-assignment",
+    """
+    # config/initializers/stripe.rb
+    Stripe.api_key = '§K§'
+    Stripe.api_version = '2025-09-30.clover'
+    """,
+    K=STRIPE_SK,
+)
+shape(
+    "php-laravel-config-services-array-literal",
+    """
+    <?php
+    return [
+        'postmark' => [
+            'token' => '§K§',
+        ],
+        'ses' => [
+            'key' => env('AWS_ACCESS_KEY_ID'),
+            'region' => 'eu-west-1',
+        ],
+    ];
+    """,
+    K=POSTMARK,
+)
+shape(
+    "swift-app-config-static-let-key",
+    """
+    enum AppConfig {
+        static let supabaseURL = URL(string: "https://§hex12§abcd.supabase.co")!
+        static let supabaseServiceKey = "§K§"
+    }
+    """,
+    K=JWT({"iss": "supabase", "role": "service_role", "iat": 1735689600, "exp": 2051222400}, "HS256"),
+)
+shape(
+    "dart-flutter-const-string-maps-key",
+    """
+    // lib/env.dart
+    const String hereApiKey = '§K§';
+    const String tileStyle = 'explore.day';
+    """,
+    K=UL(43),
+)
+shape(
+    "elixir-runtime-exs-config-with-secret-key-base",
+    """
+    import Config
+
+    config :acme, AcmeWeb.Endpoint,
+      url: [host: "app.§host§", port: 443],
+      secret_key_base: "§K§"
+    """,
+    K=B64(48),
+)
+shape(
+    "scala-sbt-credentials-file",
+    """
+    realm=Sonatype Nexus Repository Manager
+    host=nexus.§host§
+    user=sbt-publisher
+    password=§P§
+    """,
+    P=AN(20),
+)
+shape(
+    "r-renviron-file-with-keys",
+    """
+    # ~/.Renviron
+    CENSUS_API_KEY=§K§
+    R_MAX_VSIZE=16Gb
+    """,
+    K=HX(40),
+)
+shape(
+    "julia-script-env-assignment-api-key",
+    """
+    using HTTP, JSON3
+    ENV["FRED_API_KEY"] = "§K§"
+    r = HTTP.get("https://api.stlouisfed.org/fred/series/observations?series_id=GDP&api_key=$(ENV["FRED_API_KEY"])&file_type=json")
+    """,
+    K=HX(32),
+)
+shape(
+    "perl-dbi-connect-with-password-arg",
+    """
+    my $dbh = DBI->connect(
+        "DBI:mysql:database=legacy;host=§host§",
+        "legacy_rw",
+        "§P§",
+        { RaiseError => 1, AutoCommit => 1 },
+    );
+    """,
+    P=PERSON,
+)
+shape(
+    "bash-function-in-dotfiles-with-api-key",
+    """
+    # ~/.bash_functions
+    weather() {
+      curl -s "https://api.weatherapi.com/v1/current.json?key=§K§&q=${1:-Berlin}" | jq '.current.temp_c'
+    }
+    """,
+    K=HX(31),
+)
+shape(
+    "typescript-vitest-setup-file-env-stub",
+    """
+    // vitest.setup.ts
+    import { vi } from "vitest";
+
+    vi.stubEnv("CLERK_SECRET_KEY", "§K§");
+    vi.stubEnv("NEXT_PUBLIC_CLERK_PUBLISHABLE_KEY", "pk_test_Y2xlcmsuZXhhbXBsZS5jb20k");
+    """,
+    K=CLERK,
+)
+shape(
+    "python-pydantic-settings-default-secret",
+    """
+    class Settings(BaseSettings):
+        model_config = SettingsConfigDict(env_prefix="APP_")
+
+        qdrant_url: str = "https://§hex8§-§hex12§.eu-central.aws.cloud.qdrant.io:6333"
+        qdrant_api_key: str = "§K§"
+        collection: str = "docs"
+    """,
+    K=QDRANT,
+)
+shape(
+    "python-boto3-client-with-explicit-keys",
+    """
+    s3 = boto3.client(
+        "s3",
+        endpoint_url="https://§hex12§.r2.cloudflarestorage.com",
+        aws_access_key_id="§I§",
+        aws_secret_access_key="§S§",
+    )
+    """,
+    I=HX(32),
+    S=HX(64),
+)
+shape(
+    "deno-ts-env-fallback-literal",
+    """
+    const token = Deno.env.get("GITHUB_TOKEN") ?? "§T§";
+    const res = await fetch("https://api.github.com/user", { headers: { Authorization: `token ${token}` } });
+    """,
+    T=GHO,
+)
+shape(
+    "zig-build-with-api-key-in-options",
+    """
+    const opts = b.addOptions();
+    opts.addOption([]const u8, "sentry_dsn", "https://§hex12§@o§n3§.ingest.sentry.io/§n3§");
+    opts.addOption([]const u8, "telemetry_key", "§K§");
+    exe.root_module.addOptions("build_options", opts);
+    """,
+    K=AN(32),
+)
+shape(
+    "cpp-header-with-static-const-char-secret",
+    """
+    #pragma once
+    // generated by provisioning tool — do not commit
+    static const char *DEVICE_ID = "dev-§n3§";
+    static const char *DEVICE_SECRET = "§S§";
+    """,
+    S=B64(32),
+)
+shape(
+    "arduino-sketch-wifi-and-mqtt-password",
+    """
+    #include <WiFi.h>
+    const char* ssid = "Home-§n3§";
+    const char* password = "§P§";
+    const char* mqtt_server = "§lan§";
+    """,
+    P=PERSON,
+)
+shape(
+    "vba-macro-connection-string-in-excel",
+    """
+    Sub RefreshSales()
+        Dim cn As Object
+        Set cn = CreateObject("ADODB.Connection")
+        cn.Open "Provider=SQLOLEDB;Data Source=§host§;Initial Catalog=Sales;User ID=excel_ro;Password=§P§;"
+    End Sub
+    """,
+    P=PERSON,
+)
+shape(
+    "powershell-module-psd1-private-data-with-key",
+    """
+    @{
+        ModuleVersion = '1.2.0'
+        PrivateData = @{
+            PSData = @{ Tags = @('intune') }
+            GraphClientSecret = '§S§'
+        }
+    }
+    """,
+    S=AZ_SECRET,
+)
+shape(
+    "terraform-provider-block-with-token",
+    """
+    provider "cloudflare" {
+      api_token = "§T§"
+    }
+
+    resource "cloudflare_record" "www" {
+      zone_id = "§hex12§§hex12§§hex8§"
+      name    = "www"
+    }
+    """,
+    T=CF_TOKEN,
+)
+shape(
+    "pulumi-stack-yaml-config-non-secure-value",
+    """
+    config:
+      aws:region: eu-west-1
+      acme-infra:dbPassword: §P§
+      acme-infra:apiKey:
+        secure: AAABA§hex12§§hex12§==
+    """,
+    P=SAFE(20),
+)
+shape(
+    "ansible-inventory-ini-ansible-become-pass",
+    """
+    [web]
+    web1 ansible_host=§ip§
+    web2 ansible_host=§ip2§
+
+    [web:vars]
+    ansible_user=deploy
+    ansible_become_pass=§P§
+    """,
+    P=PERSON,
+)
+shape(
+    "salt-pillar-sls-with-db-password",
+    """
+    # /srv/pillar/postgres.sls
+    postgres:
+      users:
+        gitea:
+          password: '§P§'
+          createdb: False
+    """,
+    P=SAFE(20),
+)
+shape(
+    "chef-data-bag-json-unencrypted",
+    """
+    {
+      "id": "smtp",
+      "host": "smtp.§host§",
+      "user": "mailer",
+      "password": "§P§"
+    }
+    """,
+    P=SYM(16),
+)
+shape(
+    "puppet-hiera-yaml-plain-secret",
+    """
+    ---
+    profile::monitoring::zabbix_db_password: '§P§'
+    profile::monitoring::zabbix_server: 'zbx.§host§'
+    """,
+    P=SAFE(18),
+)
+
+# ---- connection strings ------------------------------------------------------------------------------------------
+
+shape(
+    "amqps-uri-cloudamqp-in-env",
+    """
+    CLOUDAMQP_URL=amqps://§user§:§P§@rat.rmq2.cloudamqp.com/§user§
+    """,
+    P=UL(32),
+)
+shape(
+    "jdbc-sqlserver-url-with-password-property",
+    """
+    spring.datasource.url=jdbc:sqlserver://§host§:1433;databaseName=erp;user=erp_app;password=§P§;encrypt=true;trustServerCertificate=false
+    """,
+    P=SYM(16, "!#%*+-?@^_~"),
+)
+shape(
+    "mongodb-srv-uri-atlas-in-python",
+    """
+    client = MongoClient("mongodb+srv://app-rw:§P§@cluster0.§hex8§.mongodb.net/?retryWrites=true&w=majority&appName=Cluster0")
+    """,
+    P=AN(16),
+)
+shape(
+    "rediss-upstash-uri-in-dotenv",
+    """
+    UPSTASH_REDIS_URL=rediss://default:§T§@eu1-§hex8§-§n3§.upstash.io:6379
+    """,
+    T=UPSTASH,
+)
+shape(
+    "kafka-sasl-jaas-config-property-line",
+    """
+    sasl.mechanism=PLAIN
+    security.protocol=SASL_SSL
+    sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="§I§" password="§S§";
+    """,
+    I=UP(16),
+    S=CONFLUENT_SECRET,
+)
+shape(
+    "clickhouse-http-url-with-user-password-params",
+    """
+    CH_URL="https://§hex8§.eu-central-1.aws.clickhouse.cloud:8443/?user=default&password=§P§"
+    """,
+    P=cat(AN(12), "~", AN(6)),
+)
+shape(
+    "neo4j-bolt-uri-and-auth-tuple",
+    """
+    driver = GraphDatabase.driver("neo4j+s://§hex8§.databases.neo4j.io", auth=("neo4j", "§P§"))
+    """,
+    P=UL(43),
+)
+shape(
+    "influxdb-token-in-telegraf-output",
+    """
+    [[outputs.influxdb_v2]]
+      urls = ["https://eu-central-1-1.aws.cloud2.influxdata.com"]
+      token = "§T§"
+      organization = "acme"
+      bucket = "sensors"
+    """,
+    T=cat(UL(86), "=="),
+)
+shape(
+    "couchdb-url-with-admin-credentials-in-replication-doc",
+    """
+    {"_id": "rep-prod-to-dr", "source": "https://admin:§P§@couch1.§host§:6984/orders",
+     "target": "https://couch-dr.§host§:6984/orders", "continuous": true}
+    """,
+    P=SAFE(18),
+)
+shape(
+    "ldap-url-in-gitlab-rb-with-bind-password",
+    """
+    gitlab_rails['ldap_servers'] = {
+      'main' => {
+        'host' => 'dc1.corp.example',
+        'bind_dn' => 'CN=gitlab,OU=Service,DC=corp,DC=example',
+        'password' => '§P§',
+        'base' => 'OU=Staff,DC=corp,DC=example'
+      }
+    }
+    """,
+    P=SYM(20),
+)
+shape(
+    "sqlalchemy-url-mssql-pyodbc-with-encoded-password",
+    """
+    engine = create_engine("mssql+pyodbc://etl:§P§@§host§/dw?driver=ODBC+Driver+18+for+SQL+Server")
+    """,
+    P=lambda r: pct(sym(r, 16, "!#%+=?@")),
+)
+shape(
+    "smtp-url-in-django-email-url-env",
+    """
+    EMAIL_URL=smtp+tls://§email§:§P§@smtp.gmail.com:587
+    """,
+    P=lambda r: "".join(chars(r, string.ascii_lowercase, 16)),
+)
+shape(
+    "sftp-url-in-rclone-like-sync-config",
+    """
+    [sync]
+    target = sftp://backup:§P§@§host§:22/srv/backups/laptop
+    schedule = daily
+    """,
+    P=SAFE(16),
+)
+
+# ---- stack traces and errors quoting configs ------------------------------------------------------------------------
+
+shape(
+    "python-traceback-local-vars-rich-with-password",
+    """
+    ╭──────────────────── Traceback (most recent call last) ────────────────────╮
+    │ /app/sync.py:42 in connect                                                 │
+    │ ╭──────────────── locals ────────────────╮                                 │
+    │ │     host = '§host§'                     │                                 │
+    │ │ password = '§P§'           │                                 │
+    │ │     user = 'sync'                       │                                 │
+    │ ╰─────────────────────────────────────────╯                                 │
+    ╰────────────────────────────────────────────────────────────────────────────╯
+    ConnectionRefusedError: [Errno 111] Connection refused
+    """,
+    P=AN(16),
+)
+shape(
+    "java-exception-message-with-jdbc-url-and-password",
+    """
+    org.postgresql.util.PSQLException: FATAL: password authentication failed for user "orders"
+        at org.postgresql.core.v3.ConnectionFactoryImpl.doAuthentication(ConnectionFactoryImpl.java:693)
+    Caused by: configured url=jdbc:postgresql://§host§:5432/orders?user=orders&password=§P§
+    """,
+    P=SAFE(18),
+)
+shape(
+    "node-unhandled-rejection-with-options-object",
+    """
+    node:internal/process/promises:394
+        triggerUncaughtException(err, true /* fromPromise */);
+        ^
+    Error: connect ETIMEDOUT §ip§:6379
+        at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1615:16) {
+      options: { host: '§ip§', port: 6379, password: '§P§', db: 0 }
+    }
+    """,
+    P=HX(32),
+)
+shape(
+    "go-panic-with-struct-dump-including-key",
+    """
+    panic: runtime error: invalid memory address or nil pointer dereference
+    [signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x8c1a2e]
+    config: &main.Config{Addr:":8080", JWTSecret:"§S§", DB:(*sql.DB)(nil)}
+    goroutine 1 [running]:
+    main.main()
+        /src/cmd/api/main.go:57 +0x2ae
+    """,
+    S=AN(48),
+)
+shape(
+    "rails-log-parameters-filter-missed-custom-field",
+    """
+    Started POST "/integrations/zendesk" for §ip§ at §day§ §hms§ +0000
+    Processing by IntegrationsController#create as HTML
+      Parameters: {"authenticity_token"=>"[FILTERED]", "integration"=>{"subdomain"=>"acme", "email"=>"§email§", "api_tok"=>"§T§"}}
+    """,
+    T=ZENDESK,
+)
+shape(
+    "django-debug-page-settings-dump-line",
+    """
+    Settings
+    Using settings module config.settings.staging
+    Setting                Value
+    ALLOWED_HOSTS          ['staging.§host§']
+    AWS_SECRET_ACCESS_KEY  '§S§'
+    AWS_STORAGE_BUCKET_NAME 'acme-staging-media'
+    """,
+    S=AWS_SECRET,
+)
+shape(
+    "php-fatal-error-stack-with-pdo-constructor-args",
+    """
+    PHP Fatal error:  Uncaught PDOException: SQLSTATE[HY000] [2002] Connection refused in /var/www/app/db.php:8
+    Stack trace:
+    #0 /var/www/app/db.php(8): PDO->__construct('mysql:host=§host§;dbname=shop', 'shop', '§P§')
+    #1 {main}
+    """,
+    P=PERSON,
+)
+shape(
+    "dotnet-exception-connection-string-in-message",
+    """
+    Unhandled exception. System.ArgumentException: Format of the initialization string does not conform to specification starting at index 88.
+       at System.Data.Common.DbConnectionOptions.GetKeyValuePair(String connectionString, Int32 currentPosition)
+    Connection string was: Host=§host§;Database=crm;Username=crm;Password=§P§;;Pooling=true
+    """,
+    P=SAFE(20),
+)
+shape(
+    "sentry-event-json-extra-context-with-token",
+    """
+    {"event_id":"§hex12§§hex12§§hex8§","level":"error","message":"Shopify sync failed","extra":{"shop":"acme-store","access_token":"§T§","page":3}}
+    """,
+    T=SHOPIFY,
+)
+shape(
+    "kubernetes-event-failed-pull-with-auth-in-url",
+    """
+    Warning  Failed     12s   kubelet  Failed to pull image "registry.§host§/team/api:§short§": failed to resolve reference: pulling from host https://ci:§P§@registry.§host§ failed with status code 401
+    """,
+    P=AN(20),
+)
+
+# ---- Markdown, HTML, tables, runbooks ---------------------------------------------------------------------------
+
+shape(
+    "markdown-runbook-restore-step-with-gpg-passphrase",
+    """
+    ## Restore from cold backup
+
+    1. Fetch the archive: `aws s3 cp s3://acme-cold/pg/latest.sql.gpg .`
+    2. Decrypt: `gpg --batch --passphrase '§P§' -d latest.sql.gpg > latest.sql`
+    3. Load: `psql -f latest.sql`
+    """,
+    P=PHRASE(6, " "),
+)
+shape(
+    "html-admin-page-prefilled-input-value",
+    """
+    <form method="post" action="/settings/integrations">
+      <label>Mailjet API secret</label>
+      <input type="text" name="mailjet_secret" value="§S§">
+      <button>Save</button>
+    </form>
+    """,
+    S=HX(32),
+)
+shape(
+    "confluence-storage-format-table-cell-password",
+    """
+    <table><tbody>
+    <tr><th>System</th><th>User</th><th>Password</th></tr>
+    <tr><td>Kiosk PC reception</td><td>kiosk</td><td>§P§</td></tr>
+    </tbody></table>
+    """,
+    P=PERSON,
+)
+shape(
+    "asciidoc-onboarding-doc-with-credentials-block",
+    """
+    == Test environment
+
+    [source,properties]
+    ----
+    test.api.url=https://test-api.§host§
+    test.api.key=§K§
+    ----
+    """,
+    K=AN(40),
+)
+shape(
+    "rst-docs-code-block-with-token",
+    """
+    Quickstart
+    ==========
+
+    .. code-block:: bash
+
+       export ACME_TOKEN=§T§
+       acme projects list
+    """,
+    T=cat("acme_pat_", AN(36)),
+)
+shape(
+    "notion-export-markdown-property-table",
+    """
+    # Vendor: Bunny CDN
+
+    | Property | Value |
+    | --- | --- |
+    | Owner | §first§ |
+    | API key | §K§ |
+    | Renewal | §day§ |
+    """,
+    K=BUNNY,
+)
+shape(
+    "jira-wiki-markup-code-block-with-password",
+    """
+    h3. Reproduction
+    {code:bash}
+    mysql -h §host§ -u qa -p§P§ qa_db < repro.sql
+    {code}
+    Result: deadlock after ~30s.
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "mediawiki-table-server-credentials",
+    """
+    {| class="wikitable"
+    ! Host !! Service !! Login !! Password
+    |-
+    | §lan§ || iLO || Administrator || §P§
+    |}
+    """,
+    P=UP(8),
+)
+shape(
+    "org-mode-table-with-api-key",
+    """
+    * Accounts
+    | service  | key                                      |
+    |----------+------------------------------------------|
+    | todoist  | §K§ |
+    """,
+    K=TODOIST,
+)
+shape(
+    "csv-export-password-manager-row",
+    """
+    name,url,username,password,note
+    Router,http://§lan§,admin,§P§,
+    """,
+    P=AN(12),
+)
+shape(
+    "html-email-body-with-password-in-strong",
+    """
+    <p>Hallo §first§,</p>
+    <p>Ihr Zugang zum Kundenportal wurde eingerichtet.</p>
+    <p>Benutzername: <strong>§user§</strong><br>Passwort: <strong>§P§</strong></p>
+    <p>Bitte ändern Sie das Passwort nach der ersten Anmeldung.</p>
+    """,
+    P=TEMP,
+)
+shape(
+    "latex-appendix-verbatim-with-api-key",
+    """
+    \\begin{verbatim}
+    import openai
+    client = openai.OpenAI(api_key="§K§")
+    \\end{verbatim}
+    """,
+    K=OPENAI_LEGACY,
+)
+
 # >>> END OF SHAPES
 
 
