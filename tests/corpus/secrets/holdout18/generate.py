@@ -2334,7 +2334,7 @@ shape(
     K=HX(32),
 )
 shape(
-    "haproxy-cfg-userlist-insecure-password",
+    "haproxy-stats-listen-section-userlist-for-dashboard-login",
     """
     userlist stats_users
         user admin insecure-password §P§
@@ -2368,7 +2368,7 @@ shape(
     P=SAFE(16),
 )
 shape(
-    "postfix-sasl-passwd-relayhost-line",
+    "postfix-sasl-passwd-map-sendgrid-apikey-relay-on-port-587",
     """
     # /etc/postfix/sasl_passwd
     [smtp.sendgrid.net]:587 apikey:§K§
@@ -2463,7 +2463,7 @@ shape(
     X=AN(16),
 )
 shape(
-    "freeradius-clients-conf-secret",
+    "freeradius-client-block-for-office-access-point-shortname",
     """
     client office-ap {
         ipaddr = §lan§
@@ -2491,7 +2491,7 @@ shape(
     P=AN(8),
 )
 shape(
-    "pgbouncer-userlist-txt-plain-password",
+    "pgbouncer-userlist-mixed-plain-and-md5-entries",
     """
     ; /etc/pgbouncer/userlist.txt
     "app" "§P§"
@@ -2509,7 +2509,7 @@ shape(
     P=SYM(18, "!#%+-=?@^_~."),
 )
 shape(
-    "my-cnf-client-section-password",
+    "my-cnf-client-and-mysqldump-sections-for-backup-user",
     """
     [client]
     user=backup
@@ -2566,7 +2566,7 @@ shape(
     P=AN(24),
 )
 shape(
-    "mosquitto-bridge-conf-remote-password",
+    "mosquitto-bridge-to-hivemq-cloud-remote-credentials",
     """
     connection cloud-bridge
     address mqtt.eu.hivemq.cloud:8883
@@ -2590,7 +2590,7 @@ shape(
     P=AN(22),
 )
 shape(
-    "redis-conf-requirepass-and-masterauth",
+    "redis-conf-replica-sharing-one-hex-password-for-both-directives",
     """
     bind 0.0.0.0
     protected-mode yes
@@ -2752,7 +2752,7 @@ shape(
     P=MAILGUN,
 )
 shape(
-    "kustomize-secretgenerator-literals",
+    "kustomize-secretgenerator-grafana-admin-without-hash-suffix",
     """
     secretGenerator:
       - name: grafana-admin
@@ -3171,7 +3171,7 @@ shape(
     K=RESEND,
 )
 shape(
-    "rust-reqwest-bearer-auth-literal",
+    "rust-reqwest-fireworks-models-list-with-inline-bearer",
     """
     let client = reqwest::Client::new();
     let res = client
