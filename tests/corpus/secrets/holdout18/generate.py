@@ -3845,6 +3845,1343 @@ shape(
     K=OPENAI_LEGACY,
 )
 
+# ---- people telling a password in chat, e-mail and tickets, many languages ------------------------------------
+
+shape(
+    "teams-chat-english-shared-mailbox-password-quick",
+    """
+    [§hms§] §first§: can you log into the shared support mailbox and check the bounce?
+    [§hms2§] §first2§: sure, what's the pw again
+    [§hms2§] §first§: §P§ — don't save it in the browser pls
+    """,
+    P=PERSON,
+)
+shape(
+    "whatsapp-export-spanish-wifi-clave",
+    """
+    [§day§, §hms§] §first§: oye cuál es la clave del wifi de la oficina nueva?
+    [§day§, §hms2§] §first2§: red "Oficina-5G", clave §P§
+    [§day§, §hms2§] §first§: gracias!!
+    """,
+    P=PERSON,
+)
+shape(
+    "telegram-chat-russian-server-root-password",
+    """
+    §first§, [§day§ §hms§]
+    Пароль от root на новом сервере: §P§
+    §first2§, [§day§ §hms2§]
+    Принял, сменю после настройки ключей.
+    """,
+    P=SYM(14, "!#%+=?@_"),
+)
+shape(
+    "email-french-acces-portail-fournisseur",
+    """
+    Objet : Accès au portail fournisseur
+
+    Bonjour §first§,
+
+    Voici vos identifiants pour le portail : identifiant « §user§ », mot de passe « §P§ ».
+    Merci de le modifier lors de votre première connexion.
+
+    Cordialement,
+    Service Achats
+    """,
+    P=TEMP,
+)
+shape(
+    "slack-german-thread-vpn-zugang",
+    """
+    §first§  §hms§
+    Kannst du mir nochmal den VPN-Zugang für den Dienstleister geben?
+    §first2§  §hms2§
+    Benutzer: ext-wartung, Passwort: §P§ (läuft Ende des Monats ab)
+    """,
+    P=SAFE(14),
+)
+shape(
+    "line-chat-japanese-admin-password",
+    """
+    §hms§ §first§ 管理画面のパスワード教えてもらえますか？
+    §hms2§ §first2§ ユーザー名は admin、パスワードは「§P§」です。
+    §hms2§ §first§ ありがとうございます！ログインできました
+    """,
+    P=AN(12),
+)
+shape(
+    "kakaotalk-korean-nas-password",
+    """
+    §first§ : 집 NAS 비밀번호 뭐였지?
+    §first2§ : §P§ 이거야. 대문자 주의
+    §first§ : ㅇㅋ 고마워
+    """,
+    P=PERSON,
+)
+shape(
+    "wechat-chinese-database-account",
+    """
+    §first§：测试库的账号给我一下
+    §first2§：地址 §host§:3306，用户 test_rw，密码 §P§
+    §first§：收到，谢谢
+    """,
+    P=SAFE(16),
+)
+shape(
+    "email-portuguese-brazil-senha-provisoria",
+    """
+    Assunto: Sua conta no sistema de RH
+
+    Olá §first§,
+
+    Sua senha provisória é: §P§
+    Ela expira em 48 horas. Acesse https://rh.§host§ e defina uma nova senha.
+    """,
+    P=TEMP,
+)
+shape(
+    "ticket-italian-helpdesk-reset-password-utente",
+    """
+    Ticket #§ticket§ — Reset password utente
+    Stato: Risolto
+
+    Buongiorno §first§, abbiamo reimpostato la password del suo account di dominio.
+    Nuova password temporanea: §P§
+    Al primo accesso le verrà chiesto di cambiarla.
+    """,
+    P=TEMP,
+)
+shape(
+    "signal-dutch-alarm-code-and-app-password",
+    """
+    §first§: wat is het wachtwoord van de alarm-app ook alweer?
+    §first2§: §P§ (de pincode van het paneel zelf weet je)
+    """,
+    P=PERSON,
+)
+shape(
+    "teams-polish-haslo-do-serwera-plikow",
+    """
+    §first§: Hej, jakie jest hasło do serwera plików dla nowego stażysty?
+    §first2§: login: stazysta01, hasło: §P§ — niech zmieni przy pierwszym logowaniu
+    """,
+    P=TEMP,
+)
+shape(
+    "email-turkish-sifre-bilgisi",
+    """
+    Konu: Muhasebe programı erişimi
+
+    Merhaba §first§,
+    Kullanıcı adınız: §user§
+    Şifreniz: §P§
+    İyi çalışmalar.
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-arabic-wifi-password",
+    """
+    §first§: ما هي كلمة مرور الواي فاي في الفرع الجديد؟
+    §first2§: كلمة المرور: §P§
+    §first§: شكرًا
+    """,
+    P=AN(12),
+)
+shape(
+    "chat-hebrew-system-password",
+    """
+    §first§: מה הסיסמה למערכת ההזמנות?
+    §first2§: שם משתמש orders, סיסמה §P§
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-hindi-devanagari-portal-password",
+    """
+    §first§: पोर्टल का पासवर्ड क्या है?
+    §first2§: यूज़र: accounts, पासवर्ड: §P§
+    §first§: धन्यवाद
+    """,
+    P=SYM(12, "@#!"),
+)
+shape(
+    "chat-vietnamese-mat-khau-email",
+    """
+    §first§: Mật khẩu email chung của phòng kế toán là gì vậy?
+    §first2§: §P§ nhé, đừng gửi ra ngoài
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-thai-password-router",
+    """
+    §first§: รหัสผ่านเราเตอร์คืออะไรครับ
+    §first2§: user admin รหัส §P§ ครับ
+    """,
+    P=AN(10),
+)
+shape(
+    "chat-indonesian-kata-sandi-server",
+    """
+    §first§: Bang, kata sandi server staging apa ya?
+    §first2§: user deploy, sandi §P§
+    §first§: Oke makasih bang
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-greek-kodikos-wifi",
+    """
+    §first§: Ποιος είναι ο κωδικός του Wi-Fi στο γραφείο;
+    §first2§: Ο κωδικός είναι §P§
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-ukrainian-parol-vid-poshty",
+    """
+    §first§: Який пароль від спільної пошти?
+    §first2§: §P§ — не пересилай нікому, будь ласка
+    """,
+    P=SAFE(14),
+)
+shape(
+    "email-swedish-losenord-till-kundportal",
+    """
+    Ämne: Inloggning till kundportalen
+
+    Hej §first§!
+    Ditt användarnamn är §email§ och ditt lösenord är §P§.
+    Vänliga hälsningar, Support
+    """,
+    P=TEMP,
+)
+shape(
+    "chat-finnish-salasana-palvelimelle",
+    """
+    §first§: mikä on testipalvelimen salasana?
+    §first2§: tunnus testi, salasana §P§
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-czech-heslo-k-databazi",
+    """
+    §first§: Jaké je heslo k databázi na stagingu?
+    §first2§: uživatel app, heslo §P§
+    """,
+    P=SAFE(16),
+)
+shape(
+    "chat-hungarian-jelszo-a-routerhez",
+    """
+    §first§: Mi a jelszó a routerhez?
+    §first2§: admin / §P§
+    """,
+    P=AN(10),
+)
+shape(
+    "chat-romanian-parola-contului",
+    """
+    §first§: Care e parola contului de test?
+    §first2§: §P§ — o schimbăm vineri
+    """,
+    P=PERSON,
+)
+shape(
+    "email-danish-adgangskode-midlertidig",
+    """
+    Emne: Din nye konto
+
+    Hej §first§, din midlertidige adgangskode er §P§. Skift den venligst ved første login.
+    """,
+    P=TEMP,
+)
+shape(
+    "chat-norwegian-passord-til-skriveren",
+    """
+    §first§: hva er passordet til skriver-admin?
+    §first2§: §P§ (brukernavn admin)
+    """,
+    P=AN(10),
+)
+shape(
+    "chat-persian-farsi-ramz-obur",
+    """
+    §first§: رمز عبور سرور چیه؟
+    §first2§: نام کاربری root و رمز §P§
+    """,
+    P=SYM(12, "!@#"),
+)
+shape(
+    "chat-swahili-nenosiri-la-mfumo",
+    """
+    §first§: Nenosiri la mfumo wa malipo ni lipi?
+    §first2§: Mtumiaji: malipo, nenosiri: §P§
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-tagalog-password-ng-account",
+    """
+    §first§: Ano ulit password ng shared account natin sa Canva?
+    §first2§: §P§ po
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-catalan-contrasenya-servidor",
+    """
+    §first§: Quina és la contrasenya del servidor de proves?
+    §first2§: usuari proves, contrasenya §P§
+    """,
+    P=SAFE(14),
+)
+shape(
+    "email-spanish-mexico-credenciales-sat-portal",
+    """
+    Asunto: Credenciales para el portal de facturación
+
+    Hola §first§, te comparto el acceso:
+    Usuario: facturacion@§host§
+    Contraseña: §P§
+    Saludos.
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-bengali-password-router",
+    """
+    §first§: রাউটারের পাসওয়ার্ড কী?
+    §first2§: পাসওয়ার্ড: §P§
+    """,
+    P=AN(12),
+)
+shape(
+    "chat-tamil-kadavuchol",
+    """
+    §first§: சர்வர் கடவுச்சொல் என்ன?
+    §first2§: பயனர் admin, கடவுச்சொல் §P§
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-german-swiss-passwort-kassensystem",
+    """
+    §first§: Was isch s'Passwort für s'Kassesystem?
+    §first2§: §P§, Benutzer isch "kasse1"
+    """,
+    P=PERSON,
+)
+shape(
+    "email-english-recovery-codes-forwarded",
+    """
+    Subject: Fwd: your recovery codes
+
+    ---------- Forwarded message ---------
+    Keep these backup codes somewhere safe. Each can be used once.
+      §A§
+      §B§
+    """,
+    A=lambda r: chars(r, _LO, 5) + "-" + chars(r, _LO, 5),
+    B=lambda r: chars(r, _LO, 5) + "-" + chars(r, _LO, 5),
+)
+shape(
+    "sms-style-english-door-and-wifi",
+    """
+    Hi! Welcome to the apartment. Keys are in the lockbox by the door. Wi-Fi: Harbor-View, pass §P§. Checkout 11am. Enjoy!
+    """,
+    P=PERSON,
+)
+shape(
+    "zendesk-ticket-customer-pasted-api-key-asking-why-invalid",
+    """
+    Requester: §email§
+    Subject: API key not working
+
+    Hi, I keep getting 401 with my key §K§ even though I just created it in the dashboard.
+    What am I doing wrong?
+    """,
+    K=cat("sk_live_", AN(32)),
+)
+shape(
+    "github-discussion-comment-pasting-config-with-token",
+    """
+    @§user§ here's my full config, still getting "bad credentials":
+
+    ```toml
+    [github]
+    owner = "acme"
+    token = "§T§"
+    ```
+    """,
+    T=GHP,
+)
+shape(
+    "reddit-post-homelab-asking-with-cloudflared-token",
+    """
+    Tunnel won't come up, running:
+
+        docker run cloudflare/cloudflared:latest tunnel --no-autoupdate run --token §T§
+
+    logs say "Unauthorized: Invalid tunnel secret". Any idea? (yes I'll rotate it after lol)
+    """,
+    T=CF_TUNNEL,
+)
+shape(
+    "discord-message-gaming-server-rcon",
+    """
+    §user§ — today at §hms§
+    rcon pw for the valheim box is §P§ if anyone needs to kick that griefer
+    """,
+    P=PWGEN(10),
+)
+shape(
+    "mattermost-english-zoom-sdk-secret",
+    """
+    @§user§: for the webinar integration use client id `§hex12§` and secret `§S§`
+    """,
+    S=ZOOM_SECRET,
+)
+shape(
+    "irc-log-weechat-password-accidentally-typed-in-channel",
+    """
+    §hms§ <§user§> /msg NickServ IDENTIFY §P§
+    §hms§ <§user§> argh, missing slash, ignore that
+    §hms2§ <helper> change it now :)
+    """,
+    P=PERSON,
+)
+shape(
+    "email-english-it-onboarding-with-laptop-pin-and-password",
+    """
+    Welcome aboard, §first§!
+
+    Your laptop is on your desk. First login:
+      Username: §user§@corp.example
+      Temporary password: §P§
+    You'll set up MFA with the Authenticator app at first login.
+    """,
+    P=TEMP,
+)
+shape(
+    "servicenow-incident-work-note-with-service-password",
+    """
+    Work notes (§ts§) — §first§:
+    Reset svc_printspool password to §P§ and updated the service logon on PRINT01/PRINT02.
+    Spooler restarted, queue drained.
+    """,
+    P=SYM(20),
+)
+shape(
+    "freshdesk-reply-agent-gives-ftp-password",
+    """
+    Hi §first§,
+
+    Your FTP account is ready:
+      Host: ftp.§host§
+      User: cust§n3§
+      Pass: §P§
+
+    Kind regards, Hosting Support
+    """,
+    P=AN(12),
+)
+shape(
+    "linear-issue-comment-staging-login",
+    """
+    §first§ commented:
+    Staging is back. Login with `qa@§host§` / `§P§` to verify the fix for the export bug.
+    """,
+    P=PERSON,
+)
+shape(
+    "email-quoted-printable-body-with-password",
+    """
+    Content-Type: text/plain; charset="utf-8"
+    Content-Transfer-Encoding: quoted-printable
+
+    Ihr neues Passwort lautet: §P§
+    Bitte =C3=A4ndern Sie es nach der Anmeldung.
+    """,
+    P=AN(12),
+)
+shape(
+    "chat-english-passphrase-for-shared-1password-vault-export",
+    """
+    §first§: exported the team vault for the migration, the .1pux is on the share
+    §first§: passphrase for the zip is §P§
+    §first2§: got it
+    """,
+    P=PHRASE(4, "."),
+)
+shape(
+    "voice-note-transcript-spelled-out-password",
+    """
+    [voice message, transcribed] Hey it's §first§, the password for the camera app is §P§, capital at
+    the start, I'll text you the username.
+    """,
+    P=PERSON,
+)
+shape(
+    "chat-japanese-api-key-for-vendor",
+    """
+    §first§: 翻訳APIのキーを共有します。
+    §first§: §K§
+    §first2§: 受け取りました。環境変数に入れておきます。
+    """,
+    K=cat(UUID, ":fx"),
+)
+shape(
+    "chat-korean-aws-keys-for-intern",
+    """
+    §first§: 인턴용 AWS 키 드릴게요
+    액세스 키: §I§
+    시크릿 키: §S§
+    """,
+    I=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "chat-chinese-traditional-token-share",
+    """
+    §first§：部署用的 GitLab token 給你：§T§
+    §first2§：收到，謝謝
+    """,
+    T=GLPAT,
+)
+shape(
+    "chat-spanish-spain-token-de-api",
+    """
+    §first§: ¿Me pasas el token de la API de facturas?
+    §first2§: Claro: §T§ (caduca en diciembre)
+    """,
+    T=HX(40),
+)
+shape(
+    "chat-french-cle-api-meteo",
+    """
+    §first§ : t'as la clé API pour le service météo ?
+    §first2§ : oui, §K§
+    """,
+    K=HX(32),
+)
+shape(
+    "chat-german-token-fuer-deployment",
+    """
+    §first§: Für das Deployment brauchst du den Token §T§
+    §first2§: Danke, trag ich als CI-Variable ein.
+    """,
+    T=DO_TOKEN,
+)
+shape(
+    "chat-portuguese-chave-de-api",
+    """
+    §first§: qual a chave da API do gateway de pagamento?
+    §first2§: §K§
+    """,
+    K=MOLLIE,
+)
+shape(
+    "email-english-vendor-sends-sftp-key-passphrase-separately",
+    """
+    Subject: SFTP key passphrase (2 of 2)
+
+    As agreed, the key file came in the previous mail. The passphrase is:
+
+        §P§
+
+    Please confirm once you've connected.
+    """,
+    P=PHRASE(5, "-"),
+)
+
+# ---- long tail: devices, firmware consoles, old protocols ---------------------------------------------------------
+
+shape(
+    "mikrotik-export-ppp-secret-and-wireless-key",
+    """
+    # 2026-03-01 10:22:11 by RouterOS 7.17
+    /interface wifi security
+    add authentication-types=wpa2-psk,wpa3-psk name=home passphrase="§W§"
+    /ppp secret
+    add name=roadwarrior password=§P§ profile=vpn service=l2tp
+    """,
+    W=PHRASE(3, "-"),
+    P=AN(16),
+)
+shape(
+    "openwrt-shell-uci-show-grep-attic-radio-key",
+    """
+    root@OpenWrt:~# uci show wireless | grep -E 'ssid|key'
+    wireless.default_radio0.ssid='Attic-5G'
+    wireless.default_radio0.key='§P§'
+    """,
+    P=PERSON,
+)
+shape(
+    "pfsense-backup-xml-phase1-block-remote-gateway-and-psk",
+    """
+    <phase1>
+      <ikeid>1</ikeid>
+      <remote-gateway>§pub§</remote-gateway>
+      <authentication_method>pre_shared_key</authentication_method>
+      <pre-shared-key>§P§</pre-shared-key>
+    </phase1>
+    """,
+    P=AN(40),
+)
+shape(
+    "cisco-ios-show-run-username-password-0",
+    """
+    sw-core-01#show running-config | include username|snmp
+    username netops privilege 15 password 0 §P§
+    snmp-server community §C§ RW
+    """,
+    P=PWGEN(12),
+    C=AN(12),
+)
+shape(
+    "juniper-junos-plain-text-password-before-commit",
+    """
+    [edit]
+    netops@mx1# set system login user backup authentication plain-text-password-value "§P§"
+    netops@mx1# commit check
+    configuration check succeeds
+    """,
+    P=SYM(14, "!#%+=?@_"),
+)
+shape(
+    "fortigate-cli-set-psksecret",
+    """
+    config vpn ipsec phase1-interface
+        edit "to-aws"
+            set interface "wan1"
+            set remote-gw §pub§
+            set psksecret §P§
+        next
+    end
+    """,
+    P=UL(32),
+)
+shape(
+    "unifi-controller-device-ssh-credentials-export",
+    """
+    {"mgmt": {"x_ssh_username": "ubnt-admin", "x_ssh_password": "§P§", "x_ssh_enabled": true}, "site": "default"}
+    """,
+    P=AN(20),
+)
+shape(
+    "ubiquiti-edgeos-config-boot-plaintext",
+    """
+    service {
+        dns {
+            dynamic {
+                interface eth0 {
+                    service dyndns {
+                        host-name home.§host§
+                        login ddns
+                        password §P§
+                    }
+                }
+            }
+        }
+    }
+    """,
+    P=AN(16),
+)
+shape(
+    "ipmitool-lanplus-p-flag",
+    """
+    $ ipmitool -I lanplus -H §ip§ -U ADMIN -P '§P§' chassis power status
+    Chassis Power is on
+    """,
+    P=UP(10),
+)
+shape(
+    "racadm-remote-p-flag-idrac",
+    """
+    $ racadm -r §ip§ -u root -p §P§ getsysinfo
+    System Information:
+    System Model            = PowerEdge R760
+    """,
+    P=AN(12),
+)
+shape(
+    "supermicro-ipmi-sum-tool-password",
+    """
+    $ ./sum -i §ip§ -u ADMIN -p §P§ -c GetBiosInfo
+    Supermicro Update Manager (for UEFI BIOS) 2.14.0
+    """,
+    P=UP(10),
+)
+shape(
+    "hp-printer-ews-admin-password-form-post",
+    """
+    POST /hp/device/SecuritySettings/Save HTTP/1.1
+    Host: §lan§
+    Content-Type: application/x-www-form-urlencoded
+
+    OldPassword=&NewPassword=§P§&VerifyPassword=§P§&FormButtonSubmit=Apply
+    """,
+    P=AN(12),
+)
+shape(
+    "hikvision-isapi-curl-digest",
+    """
+    $ curl --digest -u admin:§P§ http://§lan§/ISAPI/System/deviceInfo
+    <DeviceInfo><deviceName>Gate Cam</deviceName><model>DS-2CD2387G2</model></DeviceInfo>
+    """,
+    P=PERSON,
+)
+shape(
+    "rtsp-url-in-frigate-config",
+    """
+    cameras:
+      driveway:
+        ffmpeg:
+          inputs:
+            - path: rtsp://viewer:§P§@§lan§:554/Streaming/Channels/101
+              roles: [detect, record]
+    """,
+    P=SAFE(14),
+)
+shape(
+    "onvif-device-manager-profile-json",
+    """
+    {"devices":[{"name":"Porch","xaddr":"http://§lan§/onvif/device_service","username":"onvif","password":"§P§"}]}
+    """,
+    P=AN(12),
+)
+shape(
+    "asterisk-pjsip-extension-6001-userpass-auth-object",
+    """
+    [6001-auth]
+    type=auth
+    auth_type=userpass
+    username=6001
+    password=§P§
+    """,
+    P=AN(16),
+)
+shape(
+    "freeswitch-directory-user-xml-password-param",
+    """
+    <user id="1012">
+      <params>
+        <param name="password" value="§P§"/>
+        <param name="vm-password" value="1012"/>
+      </params>
+    </user>
+    """,
+    P=AN(14),
+)
+shape(
+    "yealink-provisioning-cfg-account-password",
+    """
+    #!version:1.0.0.1
+    account.1.enable = 1
+    account.1.user_name = 2044
+    account.1.auth_name = 2044
+    account.1.password = §P§
+    account.1.sip_server.1.address = pbx.§host§
+    """,
+    P=AN(16),
+)
+shape(
+    "home-assistant-secrets-yaml-multiple-one-real",
+    """
+    # secrets.yaml
+    latitude_home: 52.37
+    longitude_home: 4.89
+    tesla_refresh_token: §T§
+    """,
+    T=cat("eyJhbGciOiJSUzI1NiJ9.", B64U(120), ".", B64U(64)),
+)
+shape(
+    "esphome-yaml-api-encryption-key-and-ota-password",
+    """
+    api:
+      encryption:
+        key: "§K§"
+    ota:
+      - platform: esphome
+        password: "§P§"
+    """,
+    K=B64(32),
+    P=HX(32),
+)
+shape(
+    "tasmota-console-backlog-mqtt-password",
+    """
+    12:01:33.210 CMD: Backlog MqttHost §lan§; MqttUser tasmota; MqttPassword §P§; Topic plug_kitchen
+    12:01:33.224 RSL: RESULT = {"MqttHost":"§lan§","MqttUser":"tasmota","MqttPassword":"****"}
+    """,
+    P=SAFE(14),
+)
+shape(
+    "octoprint-config-yaml-uppercase-hex-global-key-first-run-done",
+    """
+    api:
+      key: §K§
+    server:
+      firstRun: false
+      onlineCheck: { enabled: true }
+    """,
+    K=HXU(32),
+)
+shape(
+    "klipper-moonraker-conf-power-device-password",
+    """
+    [power printer_plug]
+    type: tplink_smartplug
+    address: §lan§
+    [authorization]
+    cors_domains: *.local
+    [octoprint_compat]
+    [notifier telegram]
+    url: tgram://§T§/§n3§§n3§
+    """,
+    T=TELEGRAM_BOT,
+)
+shape(
+    "synology-task-scheduler-script-with-password",
+    """
+    #!/bin/sh
+    # DSM Task Scheduler: nightly offsite
+    rsync -a --delete /volume1/photo/ rsync://offsite@§pub§/photo --password-file=<(echo '§P§')
+    """,
+    P=AN(16),
+)
+shape(
+    "truenas-cloud-sync-credential-json",
+    """
+    {"name": "B2 offsite", "provider": "B2", "attributes": {"account": "005§hex12§0000000002", "key": "§K§"}}
+    """,
+    K=B2_KEY,
+)
+shape(
+    "proxmox-api-token-header-in-terraform",
+    """
+    provider "proxmox" {
+      pm_api_url          = "https://§lan§:8006/api2/json"
+      pm_api_token_id     = "terraform@pve!ci"
+      pm_api_token_secret = "§T§"
+    }
+    """,
+    T=UUID,
+)
+shape(
+    "vmware-govc-env-url-with-password",
+    """
+    export GOVC_URL='https://administrator@vsphere.local:§P§@vcsa.§host§/sdk'
+    export GOVC_INSECURE=1
+    govc ls /DC1/vm
+    """,
+    P=SYM(14, "!#%*+-_"),
+)
+shape(
+    "esxi-kickstart-rootpw-plain",
+    """
+    vmaccepteula
+    install --firstdisk --overwritevmfs
+    rootpw §P§
+    network --bootproto=static --ip=§ip§ --netmask=255.255.255.0 --gateway=10.0.0.1
+    """,
+    P=SYM(12, "!#%+=?@_"),
+)
+shape(
+    "preseed-cfg-user-password-crypted-missing",
+    """
+    d-i passwd/user-fullname string Ops User
+    d-i passwd/username string ops
+    d-i passwd/user-password password §P§
+    d-i passwd/user-password-again password §P§
+    """,
+    P=PERSON,
+)
+shape(
+    "cloud-init-chpasswd-list",
+    """
+    #cloud-config
+    chpasswd:
+      expire: false
+      users:
+        - name: ubuntu
+          password: §P§
+          type: text
+    """,
+    P=SAFE(16),
+)
+shape(
+    "windows-unattend-xml-autologon-password",
+    """
+    <AutoLogon>
+      <Password>
+        <Value>§P§</Value>
+        <PlainText>true</PlainText>
+      </Password>
+      <Enabled>true</Enabled>
+      <Username>kiosk</Username>
+    </AutoLogon>
+    """,
+    P=PERSON,
+)
+shape(
+    "group-policy-preferences-cpassword-style-but-plain-note",
+    """
+    REM deploy-printer.cmd (pushed via GPO startup script)
+    net use \\\\print01\\ipc$ /user:CORP\\svc-print §P§
+    rundll32 printui.dll,PrintUIEntry /ga /n\\\\print01\\Floor3
+    """,
+    P=SYM(16, "!#%+=?@_"),
+)
+shape(
+    "sccm-task-sequence-variable-domain-join-password",
+    """
+    OSDJoinAccount=CORP\\svc-join
+    OSDJoinPassword=§P§
+    OSDDomainName=corp.example
+    OSDDomainOUName=LDAP://OU=Workstations,DC=corp,DC=example
+    """,
+    P=SYM(18),
+)
+shape(
+    "ibm-mq-mqsc-channel-authinfo-password",
+    """
+    DEFINE AUTHINFO(LDAP.AUTH) AUTHTYPE(IDPWLDAP) CONNAME('ldap.corp.example(636)') +
+           LDAPUSER('cn=mq,ou=svc,dc=corp,dc=example') LDAPPWD('§P§') SECCOMM(YES)
+    """,
+    P=SAFE(16),
+)
+shape(
+    "as400-ftp-script-with-user-and-password",
+    """
+    open §host§
+    user QSECOFR §P§
+    quote site namefmt 1
+    get /QSYS.LIB/PAYROLL.LIB/EMPMAST.FILE/EMPMAST.MBR empmast.txt
+    quit
+    """,
+    P=UP(10),
+)
+shape(
+    "sap-rfc-destination-export-with-password",
+    """
+    [DEST_ERP_PRD]
+    ASHOST=sap-prd.§host§
+    SYSNR=00
+    CLIENT=100
+    USER=RFC_INTEG
+    PASSWD=§P§
+    LANG=EN
+    """,
+    P=SYM(12, "!#%+=?@_"),
+)
+shape(
+    "jcl-ftp-step-inline-credentials",
+    """
+    //FTPSTEP  EXEC PGM=FTP,PARM='(EXIT'
+    //INPUT    DD *
+    §host§
+    batchusr §P§
+    PUT 'PROD.DAILY.EXTRACT' daily.txt
+    QUIT
+    /*
+    """,
+    P=UP(8),
+)
+shape(
+    "cobol-copybook-comment-with-db2-password",
+    """
+          * CONNECT TO DB2P USER DB2APP USING §P§
+           EXEC SQL CONNECT TO DB2P USER :WS-USER USING :WS-PASS END-EXEC.
+    """,
+    P=UP(8),
+)
+shape(
+    "tn3270-emulator-session-file-autologon",
+    """
+    [Session]
+    Host=mainframe.§host§
+    Port=992
+    SSL=1
+    AutoLogonUser=TSOU01
+    AutoLogonPassword=§P§
+    """,
+    P=UP(8),
+)
+shape(
+    "dnp3-scada-hmi-config-ini-password",
+    """
+    [HMI]
+    Station=Pumpwerk Nord
+    OperatorLevelPassword=§P§
+    Historian=\\\\hist01\\data
+    """,
+    P=AN(10),
+)
+shape(
+    "plc-tia-portal-project-notes-protection-password",
+    """
+    Project: Line3_Packaging.ap19
+    CPU 1515-2 PN — access level: full access with password §P§
+    HMI TP1200 — runtime user "operator"
+    """,
+    P=PERSON,
+)
+shape(
+    "bacnet-building-controller-web-login-note",
+    """
+    Building automation — Floor 2 AHU controller
+    URL: http://§lan§/ (BACnet/IP device 20201)
+    Login: operator / §P§
+    """,
+    P=PERSON,
+)
+
+# ---- long tail: games, media, crypto, science -------------------------------------------------------------------
+
+shape(
+    "minecraft-properties-friday-build-night-rcon-block",
+    """
+    enable-rcon=true
+    rcon.port=25575
+    rcon.password=§P§
+    motd=Friday build night
+    """,
+    P=PWGEN(12),
+)
+shape(
+    "factorio-server-settings-json-game-password-and-token",
+    """
+    {
+      "name": "Factory Fridays",
+      "visibility": { "public": true, "lan": true },
+      "username": "§user§",
+      "token": "§T§",
+      "game_password": "§P§"
+    }
+    """,
+    T=HX(30),
+    P=PERSON,
+)
+shape(
+    "ark-gameusersettings-ini-admin-password",
+    """
+    [ServerSettings]
+    ServerPassword=
+    ServerAdminPassword=§P§
+    RCONEnabled=True
+    RCONPort=27020
+    """,
+    P=AN(14),
+)
+shape(
+    "teamspeak-server-first-start-output-serveradmin",
+    """
+    ------------------------------------------------------------------
+                          I M P O R T A N T
+    ------------------------------------------------------------------
+                   Server Query Admin Account created
+             loginname= "serveradmin", password= "§P§"
+    ------------------------------------------------------------------
+    """,
+    P=AN(8),
+)
+shape(
+    "mumble-ini-serverpassword",
+    """
+    ; murmur.ini
+    welcometext="Welcome to the guild server"
+    serverpassword=§P§
+    port=64738
+    """,
+    P=PERSON,
+)
+shape(
+    "obs-websocket-config-json-server-password",
+    """
+    {"alerts_enabled": false, "auth_required": true, "first_load": false, "server_enabled": true, "server_password": "§P§", "server_port": 4455}
+    """,
+    P=AN(16),
+)
+shape(
+    "icecast-xml-source-and-admin-password",
+    """
+    <authentication>
+      <source-password>§S§</source-password>
+      <admin-user>admin</admin-user>
+      <admin-password>§A§</admin-password>
+    </authentication>
+    """,
+    S=AN(14),
+    A=AN(14),
+)
+shape(
+    "jellyfin-api-key-in-sonarr-connection",
+    """
+    Settings → Connect → Emby / Jellyfin
+      Host: §lan§
+      Port: 8096
+      API Key: §K§
+      Update Library: ✓
+    """,
+    K=HX(32),
+)
+shape(
+    "qbittorrent-conf-webui-password-plain-old-format",
+    """
+    [Preferences]
+    WebUI\\Port=8080
+    WebUI\\Username=admin
+    WebUI\\Password_ha1=@ByteArray(§md5§)
+    Connection\\Proxy\\Password=§P§
+    """,
+    P=AN(12),
+)
+shape(
+    "navidrome-toml-lastfm-key-and-shared-secret-pair",
+    """
+    MusicFolder = "/music"
+    LastFM.ApiKey = "§K§"
+    LastFM.Secret = "§S§"
+    """,
+    K=HX(32),
+    S=HX(32),
+)
+shape(
+    "bitcoin-conf-rpcpassword",
+    """
+    server=1
+    rpcuser=btcrpc
+    rpcpassword=§P§
+    rpcallowip=10.0.0.0/8
+    txindex=1
+    """,
+    P=B64U(32),
+)
+shape(
+    "lnd-conf-wallet-unlock-password-file-content",
+    """
+    $ cat ~/.lnd/wallet_password
+    §P§
+    $ grep unlock ~/.lnd/lnd.conf
+    wallet-unlock-password-file=/home/lnd/.lnd/wallet_password
+    """,
+    P=PHRASE(4, "-"),
+)
+shape(
+    "ethereum-foundry-env-private-key-hex",
+    """
+    # .env (foundry)
+    RPC_URL=https://eth-sepolia.g.alchemy.com/v2/§A§
+    PRIVATE_KEY=0x§K§
+    """,
+    A=UL(32),
+    K=HX(64),
+)
+shape(
+    "solana-keypair-json-array-file",
+    """
+    $ cat ~/.config/solana/id.json
+    §K§
+    """,
+    K=lambda r: "[" + ",".join(str(b) for b in r.randbytes(64)) + "]",
+)
+shape(
+    "bip39-mnemonic-in-notes-file",
+    """
+    wallet: hardware backup (test wallet, low funds)
+    words: §M§
+    """,
+    M=lambda r: " ".join(r.sample(
+        "abandon ability able about above absent absorb abstract absurd abuse access accident account accuse "
+        "achieve acid acoustic acquire across act action actor actress actual adapt add addict address adjust "
+        "admit adult advance advice aerobic affair afford afraid again age agent agree ahead aim air airport "
+        "aisle alarm album alcohol alert alien all alley allow almost alone alpha already also alter always".split(),
+        12)),
+)
+shape(
+    "monero-wallet-cli-restore-seed-and-password-flags",
+    """
+    $ monero-wallet-cli --wallet-file cold --password '§P§' --daemon-address node.§host§:18081
+    Monero 'Fluorine Fermi' (v0.18.3.4-release)
+    Opened wallet: 4§hex12§...
+    """,
+    P=SAFE(20),
+)
+shape(
+    "exchange-api-ccxt-python-snippet",
+    """
+    exchange = ccxt.kraken({
+        "apiKey": "§I§",
+        "secret": "§S§",
+    })
+    print(exchange.fetch_balance()["total"]["EUR"])
+    """,
+    I=B64(42),
+    S=B64(64),
+)
+shape(
+    "alpaca-trading-env-keys",
+    """
+    APCA_API_BASE_URL=https://api.alpaca.markets
+    APCA_API_KEY_ID=§I§
+    APCA_API_SECRET_KEY=§S§
+    """,
+    I=ALPACA_ID,
+    S=ALPACA_SECRET,
+)
+shape(
+    "binance-api-key-in-freqtrade-config",
+    """
+    "exchange": {
+        "name": "binance",
+        "key": "§I§",
+        "secret": "§S§",
+        "ccxt_config": {},
+        "pair_whitelist": ["BTC/USDT", "ETH/USDT"]
+    }
+    """,
+    I=BINANCE,
+    S=BINANCE,
+)
+shape(
+    "jupyterhub-config-py-dummy-authenticator-password",
+    """
+    c.JupyterHub.authenticator_class = "dummy"
+    c.DummyAuthenticator.password = "§P§"
+    c.Spawner.default_url = "/lab"
+    """,
+    P=PHRASE(3, "-"),
+)
+shape(
+    "rstudio-connect-publish-rsconnect-api-key",
+    """
+    rsconnect::connectApiUser(account = "§user§", server = "connect.§host§", apiKey = "§K§")
+    rsconnect::deployApp("dashboards/sales")
+    """,
+    K=AN(32),
+)
+shape(
+    "matlab-script-weboptions-with-password",
+    """
+    opts = weboptions('Username','labuser','Password','§P§','Timeout',30);
+    data = webread('https://data.§host§/api/runs/latest', opts);
+    """,
+    P=PERSON,
+)
+shape(
+    "slurm-sbatch-script-exports-wandb-key",
+    """
+    #!/bin/bash
+    #SBATCH --job-name=finetune
+    #SBATCH --gres=gpu:4
+    export WANDB_API_KEY=§K§
+    srun python train.py --config configs/llama-8b.yaml
+    """,
+    K=WANDB,
+)
+shape(
+    "dvc-config-local-remote-credentials",
+    """
+    ['remote "storage"']
+        url = s3://acme-dvc/cache
+        access_key_id = §I§
+        secret_access_key = §S§
+    """,
+    I=AKIA,
+    S=AWS_SECRET,
+)
+shape(
+    "mlflow-tracking-env-with-password",
+    """
+    MLFLOW_TRACKING_URI=https://mlflow.§host§
+    MLFLOW_TRACKING_USERNAME=research
+    MLFLOW_TRACKING_PASSWORD=§P§
+    """,
+    P=SAFE(20),
+)
+shape(
+    "kaggle-json-file-content",
+    """
+    $ cat ~/.kaggle/kaggle.json
+    {"username":"§user§","key":"§K§"}
+    """,
+    K=HX(32),
+)
+shape(
+    "stata-odbc-load-with-pwd",
+    """
+    odbc load, exec("SELECT * FROM survey_wave3") connectionstring("DRIVER={PostgreSQL Unicode};SERVER=§host§;DATABASE=survey;UID=stata;PWD=§P§")
+    """,
+    P=PERSON,
+)
+shape(
+    "sas-libname-oracle-password-plain",
+    """
+    libname ora oracle user=sas_reader password="§P§" path="PRODDB" schema=finance;
+    proc sql; select count(*) from ora.gl_entries; quit;
+    """,
+    P=SAFE(14),
+)
+shape(
+    "spss-syntax-get-data-odbc-pwd",
+    """
+    GET DATA /TYPE=ODBC
+      /CONNECT='DSN=Clinic;UID=spss;PWD=§P§;'
+      /SQL='SELECT * FROM visits'.
+    """,
+    P=PERSON,
+)
+shape(
+    "labview-ini-ftp-password",
+    """
+    [DataUpload]
+    FTPServer=§host§
+    FTPUser=lab
+    FTPPassword=§P§
+    """,
+    P=AN(12),
+)
+shape(
+    "lims-instrument-config-json-with-api-token",
+    """
+    {"instrument": "HPLC-02", "lims_url": "https://lims.§host§/api", "lims_token": "§T§", "upload_interval_s": 60}
+    """,
+    T=HX(48),
+)
+shape(
+    "bloomberg-blpapi-like-config-with-app-secret",
+    """
+    [session]
+    host=§host§
+    port=8194
+    appName=acme:quant-research
+    appSecret=§S§
+    """,
+    S=B64(24),
+)
+shape(
+    "quickbooks-oauth-refresh-token-in-notes",
+    """
+    QBO connection (realm §n3§§n3§):
+      client_id: AB§hex12§§hex12§
+      client_secret: §S§
+    """,
+    S=AN(40),
+)
+shape(
+    "xero-custom-connection-client-secret-env",
+    """
+    XERO_CLIENT_ID=§hex12§§hex12§§hex8§
+    XERO_CLIENT_SECRET=§S§
+    """,
+    S=UL(48),
+)
+
 # >>> END OF SHAPES
 
 
