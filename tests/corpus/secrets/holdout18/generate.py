@@ -5182,6 +5182,612 @@ shape(
     S=UL(48),
 )
 
+# ---- everyday vendor tokens in varied places ---------------------------------------------------------------------
+
+shape(
+    "github-app-oauth-refresh-token-in-cli-cache-json",
+    """
+    $ cat ~/.cache/acme-cli/github.json
+    {"access_token_expires_at":"§ts§","refresh_token":"§T§","scope":"","token_type":"bearer"}
+    """,
+    T=GHR,
+)
+shape(
+    "gitlab-feed-token-in-rss-reader-subscription-url",
+    """
+    Subscribed: https://gitlab.§host§/platform/api.atom?feed_token=§T§ (updated every 15 min)
+    """,
+    T=GLFT,
+)
+shape(
+    "gitlab-oauth-app-secret-in-grafana-ini",
+    """
+    [auth.gitlab]
+    enabled = true
+    client_id = §hex12§§hex12§§hex12§§hex12§§hex12§
+    client_secret = §S§
+    allowed_groups = platform
+    """,
+    S=GLOAS,
+)
+shape(
+    "cloudflare-global-api-key-with-email-in-certbot-ini",
+    """
+    # /etc/letsencrypt/cloudflare.ini
+    dns_cloudflare_email = §email§
+    dns_cloudflare_api_key = §K§
+    """,
+    K=CF_GLOBAL,
+)
+shape(
+    "cloudflare-origin-ca-key-in-terraform-variable-default",
+    """
+    variable "cf_origin_ca_key" {
+      type      = string
+      sensitive = true
+      default   = "§K§"
+    }
+    """,
+    K=CF_ORIGIN,
+)
+shape(
+    "doctl-config-yaml-access-token-oauth",
+    """
+    # ~/.config/doctl/config.yaml
+    access-token: §T§
+    context: default
+    output: text
+    """,
+    T=DO_OAUTH,
+)
+shape(
+    "honeycomb-ingest-key-in-otel-env-headers",
+    """
+    OTEL_EXPORTER_OTLP_ENDPOINT=https://api.eu1.honeycomb.io
+    OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=§K§
+    OTEL_SERVICE_NAME=checkout
+    """,
+    K=HONEYCOMB,
+)
+shape(
+    "axiom-token-in-vercel-log-drain-settings-json",
+    """
+    {"name":"axiom","type":"json","url":"https://api.axiom.co/v1/integrations/vercel","headers":{"Authorization":"Bearer §T§"},"sources":["lambda","edge"]}
+    """,
+    T=AXIOM,
+)
+shape(
+    "dynatrace-oneagent-install-command-with-paas-token",
+    """
+    wget -O Dynatrace-OneAgent.sh "https://§hex8§.live.dynatrace.com/api/v1/deployment/installer/agent/unix/default/latest?arch=x86" \\
+      --header="Authorization: Api-Token §T§"
+    """,
+    T=DYNATRACE,
+)
+shape(
+    "twilio-api-key-secret-pair-in-node-env",
+    """
+    TWILIO_ACCOUNT_SID=AC§hex12§§hex12§§hex8§
+    TWILIO_API_KEY=SK§hex12§§hex12§§hex8§
+    TWILIO_API_SECRET=§S§
+    """,
+    S=TWILIO_SK_SECRET,
+)
+shape(
+    "paddle-billing-api-key-in-laravel-env",
+    """
+    PADDLE_SELLER_ID=§n3§
+    PADDLE_API_KEY=§K§
+    PADDLE_SANDBOX=false
+    """,
+    K=PADDLE,
+)
+shape(
+    "bedrock-api-key-in-claude-code-settings-env",
+    """
+    {
+      "env": {
+        "CLAUDE_CODE_USE_BEDROCK": "1",
+        "AWS_REGION": "us-east-1",
+        "AWS_BEARER_TOKEN_BEDROCK": "§K§"
+      }
+    }
+    """,
+    K=BEDROCK,
+)
+shape(
+    "jina-reader-curl-with-bearer",
+    """
+    curl "https://r.jina.ai/https://example.com/changelog" -H "Authorization: Bearer §K§"
+    """,
+    K=JINA,
+)
+shape(
+    "helicone-proxy-header-in-litellm-config",
+    """
+    model_list:
+      - model_name: gpt-4.1
+        litellm_params:
+          model: openai/gpt-4.1
+          api_base: https://oai.helicone.ai/v1
+          extra_headers:
+            Helicone-Auth: Bearer §K§
+    """,
+    K=HELICONE,
+)
+shape(
+    "sanity-cli-token-in-studio-env-file",
+    """
+    SANITY_STUDIO_PROJECT_ID=§hex8§
+    SANITY_STUDIO_DATASET=production
+    SANITY_API_WRITE_TOKEN=§T§
+    """,
+    T=SANITY,
+)
+shape(
+    "stytch-secret-in-remix-server-env-ts",
+    """
+    export const stytch = new stytch.Client({
+      project_id: "project-live-§uuid§",
+      secret: "§S§",
+    });
+    """,
+    S=STYTCH,
+)
+shape(
+    "workos-api-key-in-rails-credentials-decrypted-view",
+    """
+    $ bin/rails credentials:show
+    workos:
+      api_key: §K§
+      client_id: client_01J§hex12§
+    secret_key_base: §B§
+    """,
+    K=WORKOS,
+    B=HX(128),
+)
+shape(
+    "zerotier-central-token-in-ansible-vars",
+    """
+    zerotier_network_id: §hex12§§hex8§
+    zerotier_api_accesstoken: §T§
+    zerotier_register_short_hostname: true
+    """,
+    T=ZEROTIER,
+)
+shape(
+    "cloudinary-url-env-with-key-and-secret",
+    """
+    CLOUDINARY_URL=cloudinary://§n3§§n3§§n3§:§S§@acme-media
+    """,
+    S=CLOUDINARY_SECRET,
+)
+shape(
+    "spotify-client-secret-in-spotipy-cache-setup",
+    """
+    sp = spotipy.Spotify(auth_manager=SpotifyOAuth(
+        client_id="§hex12§§hex12§§hex8§",
+        client_secret="§S§",
+        redirect_uri="http://127.0.0.1:8888/callback",
+        scope="user-library-read"))
+    """,
+    S=SPOTIFY,
+)
+shape(
+    "reddit-praw-ini-site-section",
+    """
+    [bot1]
+    client_id=§hex12§
+    client_secret=§S§
+    password=§P§
+    username=acme_mod_bot
+    user_agent=acme-mod-bot/0.3
+    """,
+    S=REDDIT,
+    P=PERSON,
+)
+shape(
+    "artifactory-api-key-in-pip-conf-index-url",
+    """
+    [global]
+    index-url = https://ci:§K§@acme.jfrog.io/artifactory/api/pypi/pypi-virtual/simple
+    """,
+    K=ARTIFACTORY,
+)
+shape(
+    "docker-org-access-token-in-renovate-host-rules",
+    """
+    {
+      "hostRules": [
+        { "hostType": "docker", "matchHost": "docker.io", "username": "acmeorg", "password": "§T§" }
+      ]
+    }
+    """,
+    T=DOCKER_OAT,
+)
+shape(
+    "quay-robot-token-in-podman-login-command",
+    """
+    $ podman login -u='acme+ci_pusher' -p='§T§' quay.io
+    Login Succeeded!
+    """,
+    T=QUAY_ROBOT,
+)
+shape(
+    "rancher-api-token-in-cli2-json",
+    """
+    {"Servers":{"rancherDefault":{"accessKey":"token-§hex8§","secretKey":"§S§","tokenKey":"§T§","url":"https://rancher.§host§","project":"c-m-§hex8§:p-§hex8§"}}}
+    """,
+    S=lambda r: lo(r, 54),
+    T=RANCHER,
+)
+shape(
+    "portainer-access-token-in-homepage-widget-yaml",
+    """
+    - Portainer:
+        href: https://portainer.§host§
+        widget:
+          type: portainer
+          url: https://portainer.§host§
+          env: 2
+          key: §K§
+    """,
+    K=PORTAINER,
+)
+shape(
+    "elastic-api-key-header-in-kibana-dev-tools-copy-as-curl",
+    """
+    curl -XGET "https://es.§host§:9243/logs-*/_search" -H "kbn-xsrf: reporting" -H "Authorization: ApiKey §K§" -H "Content-Type: application/json" -d '{"size":1}'
+    """,
+    K=ELASTIC_APIKEY,
+)
+shape(
+    "splunk-hec-token-in-docker-logging-driver-options",
+    """
+    "log-driver": "splunk",
+    "log-opts": {
+      "splunk-url": "https://hec.§host§:8088",
+      "splunk-token": "§T§",
+      "splunk-insecureskipverify": "false"
+    }
+    """,
+    T=SPLUNK_HEC,
+)
+shape(
+    "rollbar-server-token-in-django-settings-dict",
+    """
+    ROLLBAR = {
+        "access_token": "§T§",
+        "environment": "production",
+        "code_version": "§short§",
+    }
+    """,
+    T=ROLLBAR,
+)
+shape(
+    "bugsnag-upload-api-key-in-gradle-properties",
+    """
+    org.gradle.jvmargs=-Xmx4g
+    bugsnag.apiKey=§K§
+    android.useAndroidX=true
+    """,
+    K=BUGSNAG,
+)
+shape(
+    "unleash-client-token-in-proxy-env",
+    """
+    UNLEASH_URL=https://unleash.§host§/api
+    UNLEASH_API_TOKEN=§T§
+    UNLEASH_APP_NAME=web-frontend
+    """,
+    T=UNLEASH,
+)
+shape(
+    "segment-write-key-in-server-side-go-init",
+    """
+    client := analytics.New("§K§")
+    defer client.Close()
+    client.Enqueue(analytics.Track{UserId: "§uuid§", Event: "Signed Up"})
+    """,
+    K=SEGMENT,
+)
+shape(
+    "mixpanel-api-secret-in-export-script-argv",
+    """
+    $ python export_events.py --project §n3§§n3§ --api-secret §S§ --from 2026-02-01 --to 2026-02-28
+    exported 1,204,331 events to events-feb.jsonl
+    """,
+    S=MIXPANEL,
+)
+shape(
+    "intercom-access-token-in-zapier-step-debug",
+    """
+    Step 3: Webhooks by Zapier (POST)
+      URL: https://api.intercom.io/conversations/§n3§/reply
+      Headers:
+        Authorization: Bearer §T§
+        Intercom-Version: 2.11
+    """,
+    T=INTERCOM,
+)
+shape(
+    "salesforce-refresh-token-and-consumer-secret-in-sfdx-auth-file",
+    """
+    {
+      "instanceUrl": "https://acme.my.salesforce.com",
+      "clientId": "3MVG9§hex12§§hex12§",
+      "clientSecret": "§S§",
+      "refreshToken": "§T§"
+    }
+    """,
+    S=SF_SECRET,
+    T=SF_REFRESH,
+)
+shape(
+    "pipedrive-api-token-in-google-sheets-apps-script",
+    """
+    function syncDeals() {
+      const token = '§T§';
+      const url = 'https://acme.pipedrive.com/api/v1/deals?api_token=' + token;
+      const deals = JSON.parse(UrlFetchApp.fetch(url).getContentText()).data;
+    }
+    """,
+    T=PIPEDRIVE,
+)
+shape(
+    "zoho-refresh-token-in-n8n-credential-export",
+    """
+    {"name":"Zoho CRM","type":"zohoOAuth2Api","data":{"clientId":"1000.§hex12§","clientSecret":"§S§","oauthTokenData":{"refresh_token":"§T§"}}}
+    """,
+    S=HX(42),
+    T=ZOHO,
+)
+shape(
+    "clickup-personal-token-in-raycast-extension-prefs",
+    """
+    {"extension":"clickup","preferences":{"token":"§T§","teamId":"§n3§§n3§"}}
+    """,
+    T=CLICKUP,
+)
+shape(
+    "trello-key-and-token-in-bash-alias",
+    """
+    alias trello-today='curl -s "https://api.trello.com/1/boards/§hex12§/cards?key=§hex12§§hex12§§hex8§&token=§T§" | jq ".[].name"'
+    """,
+    T=TRELLO_TOKEN,
+)
+shape(
+    "meta-graph-api-page-token-in-python-requests",
+    """
+    r = requests.post(
+        f"https://graph.facebook.com/v21.0/{PAGE_ID}/feed",
+        data={"message": "We're hiring!", "access_token": "§T§"},
+    )
+    """,
+    T=META_TOKEN,
+)
+shape(
+    "pushover-app-token-in-uptime-script",
+    """
+    curl -s --form-string "token=§T§" --form-string "user=u§hex12§§hex12§" \\
+         --form-string "message=§host§ is down" https://api.pushover.net/1/messages.json
+    """,
+    T=PUSHOVER,
+)
+shape(
+    "pushbullet-token-in-crontab-line",
+    """
+    */30 * * * * /usr/local/bin/check-disk.sh || curl -u §T§: -X POST https://api.pushbullet.com/v2/pushes -d type=note -d title="disk full"
+    """,
+    T=PUSHBULLET,
+)
+shape(
+    "ntfy-access-token-in-healthchecks-webhook",
+    """
+    Webhook URL (down): https://ntfy.§host§/backups?auth=§T§
+    """,
+    T=NTFY,
+)
+shape(
+    "gotify-app-token-in-watchtower-env",
+    """
+    WATCHTOWER_NOTIFICATION_URL=gotify://gotify.§host§/§T§
+    WATCHTOWER_SCHEDULE=0 0 4 * * *
+    """,
+    T=GOTIFY,
+)
+shape(
+    "fastly-api-token-in-purge-script",
+    """
+    curl -X POST -H "Fastly-Key: §T§" https://api.fastly.com/service/§hex12§/purge_all
+    """,
+    T=FASTLY,
+)
+shape(
+    "akamai-edgerc-section",
+    """
+    [default]
+    client_secret = §S§
+    host = akab-§hex12§.luna.akamaiapis.net
+    access_token = §T§
+    client_token = akab-§hex12§-§hex12§
+    """,
+    S=AKAMAI_SECRET,
+    T=AKAMAI_TOKEN,
+)
+shape(
+    "ovh-eu-endpoint-section-in-python-ovh-conf-file",
+    """
+    [ovh-eu]
+    application_key=§hex12§§hex8§
+    application_secret=§S§
+    consumer_key=§C§
+    """,
+    S=OVH_SECRET,
+    C=AN(32),
+)
+shape(
+    "ibm-cloud-api-key-json-download",
+    """
+    {
+      "name": "ci-deployer",
+      "description": "",
+      "createdAt": "§ts§",
+      "apikey": "§K§"
+    }
+    """,
+    K=IBM_KEY,
+)
+shape(
+    "yandex-cloud-api-key-in-yc-cli-profile",
+    """
+    $ yc config list
+    service-account-key:
+      id: aje§hex12§
+    token: §T§
+    cloud-id: b1g§hex12§
+    """,
+    T=YANDEX_IAM,
+)
+shape(
+    "clickhouse-cloud-openapi-key-secret-in-terraform",
+    """
+    provider "clickhouse" {
+      organization_id = "§uuid§"
+      token_key       = "§hex12§"
+      token_secret    = "§S§"
+    }
+    """,
+    S=CLICKHOUSE,
+)
+shape(
+    "tinybird-token-in-tb-cli-tinyb-file",
+    """
+    {"host": "https://api.europe-west2.gcp.tinybird.co", "id": "§uuid§", "name": "analytics", "token": "§T§"}
+    """,
+    T=TINYBIRD,
+)
+shape(
+    "dbt-cloud-service-token-in-github-actions-yaml",
+    """
+    - name: Trigger dbt Cloud job
+      run: |
+        curl -X POST "https://cloud.getdbt.com/api/v2/accounts/§n3§/jobs/§n3§/run/" \\
+          -H "Authorization: Token §T§" -d '{"cause":"merge to main"}'
+    """,
+    T=DBT_CLOUD,
+)
+shape(
+    "metabase-api-key-in-python-client",
+    """
+    mb = requests.Session()
+    mb.headers["x-api-key"] = "§K§"
+    cards = mb.get("https://metabase.§host§/api/card").json()
+    """,
+    K=METABASE,
+)
+shape(
+    "retool-api-token-in-workflow-trigger",
+    """
+    POST https://api.retool.com/v1/workflows/§uuid§/startTrigger
+    X-Workflow-Api-Key: §K§
+    Content-Type: application/json
+    """,
+    K=RETOOL,
+)
+shape(
+    "ably-root-key-in-react-native-config",
+    """
+    export const realtime = new Ably.Realtime({ key: "§K§", clientId: "mobile" });
+    """,
+    K=ABLY,
+)
+shape(
+    "pubnub-secret-key-in-functions-settings",
+    """
+    pubnub = PubNub(PNConfiguration(
+        publish_key="pub-c-§uuid§",
+        subscribe_key="sub-c-§uuid2§",
+        secret_key="§S§",
+        user_id="server"))
+    """,
+    S=PUBNUB,
+)
+shape(
+    "livekit-api-secret-in-livekit-yaml",
+    """
+    port: 7880
+    rtc:
+      tcp_port: 7881
+    keys:
+      API§hex8§: §S§
+    """,
+    S=LIVEKIT,
+)
+shape(
+    "mux-token-secret-in-upload-script-env-inline",
+    """
+    MUX_TOKEN_ID=§uuid§ MUX_TOKEN_SECRET=§S§ node scripts/upload-videos.mjs ./raw
+    """,
+    S=MUX_SECRET,
+)
+shape(
+    "plivo-auth-token-in-php-client",
+    """
+    $client = new RestClient("MA§hex12§§hex8§", "§T§");
+    $client->messages->create(["src" => "+14155550100", "dst" => "+14155550123", "text" => "hi"]);
+    """,
+    T=PLIVO,
+)
+shape(
+    "telnyx-api-key-in-sip-trunk-script",
+    """
+    export TELNYX_API_KEY=§K§
+    telnyx-cli phone-numbers list --filter[status]=active
+    """,
+    K=TELNYX,
+)
+shape(
+    "azure-openai-key-in-semantic-kernel-appsettings",
+    """
+    {
+      "AzureOpenAI": {
+        "Endpoint": "https://acme-eastus2.openai.azure.com/",
+        "ChatDeploymentName": "gpt-4o",
+        "ApiKey": "§K§"
+      }
+    }
+    """,
+    K=AZURE_OPENAI,
+)
+shape(
+    "azure-function-key-in-webhook-url-query",
+    """
+    Webhook: https://acme-ingest.azurewebsites.net/api/github-hook?code=§K§
+    Content type: application/json
+    """,
+    K=AZ_FUNC,
+)
+shape(
+    "google-oauth-access-token-in-gcloud-print-output",
+    """
+    $ gcloud auth print-access-token
+    §T§
+    $ curl -H "Authorization: Bearer $(gcloud auth print-access-token)" https://bigquery.googleapis.com/bigquery/v2/projects/acme-data/datasets
+    """,
+    T=YA29,
+)
+shape(
+    "google-refresh-token-in-rclone-drive-section",
+    """
+    [gdrive]
+    type = drive
+    scope = drive
+    token = {"access_token":"","token_type":"Bearer","refresh_token":"§T§","expiry":"§ts§"}
+    """,
+    T=GOOGLE_REFRESH,
+)
+
 # >>> END OF SHAPES
 
 
