@@ -49,7 +49,7 @@ PARTS: list[tuple[ModuleType, int, int]] = [
     (holdout15, 360, 55),
     (holdout16, 400, 62),
     (holdout17, 450, 70),
-    (holdout18, 460, 0),
+    (holdout18, 465, 75),
 ]
 WRITTEN_BEFORE = [tune, holdout]
 IDS = [part.__name__.split(".")[-2] for part, _, _ in PARTS]

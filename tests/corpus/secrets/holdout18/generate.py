@@ -29,8 +29,9 @@ references, token counts, public keys, ciphertexts, prose about passwords, maske
 non-secret settings.
 
 SEED = 2026120618. `documents(seed)` (alias `generate`) gives one document per credential shape, then the clean
-ones.
+ones: 468 credential shapes planting 497 values, and 78 clean documents.
 """
+
 from __future__ import annotations
 
 import base64
@@ -488,7 +489,7 @@ TWITTER_BEARER = cat("AAAAAAAAAAAAAAAAAAAAA", AN(30), "%3D", AN(50))
 SHOPIFY_CA = cat("shpca_", HX(32))
 
 # formats the earlier helpers lack
-B32L = lambda n: (lambda r: chars(r, "abcdefghijklmnopqrstuvwxyz234567", n))  # noqa: E731
+B32L = lambda n: lambda r: chars(r, "abcdefghijklmnopqrstuvwxyz234567", n)  # noqa: E731
 GOCSPX = cat("GOCSPX-", UL(28))
 YA29 = cat("ya29.a0A", UL(150))
 GOOGLE_REFRESH = cat("1//0", UL(99))
@@ -707,8 +708,6 @@ def out(text: str, *values: str) -> Made:
     return body, tuple(values)
 
 
-
-
 # =============================================================================================================
 # credential documents
 # =============================================================================================================
@@ -836,8 +835,14 @@ shape(
     `kubectl auth can-i create deployments -n payments --as system:serviceaccount:ci:ci-deployer` returns
     `no`, which explains the Forbidden error: the RoleBinding is in namespace `ci`, not `payments`.
     """,
-    T=JWT({"iss": "kubernetes/serviceaccount", "kubernetes.io/serviceaccount/namespace": "ci",
-           "sub": "system:serviceaccount:ci:ci-deployer"}, "RS256"),
+    T=JWT(
+        {
+            "iss": "kubernetes/serviceaccount",
+            "kubernetes.io/serviceaccount/namespace": "ci",
+            "sub": "system:serviceaccount:ci:ci-deployer",
+        },
+        "RS256",
+    ),
 )
 shape(
     "agent-diff-review-comment-flags-hardcoded-key-quoting-it",
@@ -1195,7 +1200,13 @@ shape(
     §first§ from the bank said the new online-banking activation password is "§P§" and that it must be
     changed at first login. She'll send the hardware token by post. Next step: log in before Friday.
     """,
-    P=lambda r: chars(r, string.ascii_uppercase, 4) + "-" + chars(r, string.digits, 4) + "-" + chars(r, string.ascii_uppercase, 4),
+    P=lambda r: (
+        chars(r, string.ascii_uppercase, 4)
+        + "-"
+        + chars(r, string.digits, 4)
+        + "-"
+        + chars(r, string.ascii_uppercase, 4)
+    ),
 )
 shape(
     "agent-jupyter-error-output-shows-connection-string-in-exception",
@@ -4996,12 +5007,15 @@ shape(
     wallet: hardware backup (test wallet, low funds)
     words: §M§
     """,
-    M=lambda r: " ".join(r.sample(
-        "abandon ability able about above absent absorb abstract absurd abuse access accident account accuse "
-        "achieve acid acoustic acquire across act action actor actress actual adapt add addict address adjust "
-        "admit adult advance advice aerobic affair afford afraid again age agent agree ahead aim air airport "
-        "aisle alarm album alcohol alert alien all alley allow almost alone alpha already also alter always".split(),
-        12)),
+    M=lambda r: " ".join(
+        r.sample(
+            "abandon ability able about above absent absorb abstract absurd abuse access accident account accuse "
+            "achieve acid acoustic acquire across act action actor actress actual adapt add addict address adjust "
+            "admit adult advance advice aerobic affair afford afraid again age agent agree ahead aim air airport "
+            "aisle alarm album alcohol alert alien all alley allow almost alone alpha already also alter always".split(),
+            12,
+        )
+    ),
 )
 shape(
     "monero-wallet-cli-restore-seed-and-password-flags",
@@ -5786,6 +5800,742 @@ shape(
     token = {"access_token":"","token_type":"Bearer","refresh_token":"§T§","expiry":"§ts§"}
     """,
     T=GOOGLE_REFRESH,
+)
+
+# =============================================================================================================
+# clean documents: look-alikes without a credential
+# =============================================================================================================
+
+cshape(
+    "clean-agent-reads-dotenv-example-with-placeholders",
+    """
+    I read `.env.example`; it only lists the variables you need to fill in:
+
+    ```
+    OPENAI_API_KEY=sk-...your-key-here...
+    DATABASE_URL=postgresql://USER:PASSWORD@localhost:5432/app
+    SENTRY_DSN=
+    ```
+
+    None of them are set to real values, so copy it to `.env` and fill them in.
+    """,
+)
+cshape(
+    "clean-agent-summary-of-config-with-secret-refs-only",
+    """
+    The deployment reads every credential from the secret store; the manifest only references them:
+
+    - `DB_PASSWORD` → `secretKeyRef: {name: api-db, key: password}`
+    - `STRIPE_KEY` → `secretKeyRef: {name: stripe, key: secret}`
+    - `LOG_LEVEL` → `info` (plain)
+
+    Nothing sensitive is inlined, so the manifest is safe to commit.
+    """,
+)
+cshape(
+    "clean-agent-plan-mentions-rotating-password-without-value",
+    """
+    ## Plan
+    1. Generate a new password for `svc-backup` with the password manager (32 chars, symbols on).
+    2. Store it in Vault at `secret/infra/svc-backup` — do not paste it into chat.
+    3. Update the Veeam job credentials from Vault and run a test backup.
+    4. Revoke the old password.
+    """,
+)
+cshape(
+    "clean-git-log-oneline-with-shas",
+    """
+    $ git log --oneline -5
+    §short§ fix: retry webhook delivery on 502
+    §short2§ chore(deps): bump axios from 1.7.7 to 1.8.2
+    §short§ feat: add CSV export for invoices
+    §short2§ docs: describe the rotation runbook
+    §short§ refactor: move auth middleware
+    """,
+)
+cshape(
+    "clean-sha256sums-file-for-release",
+    """
+    §sha256§  acme-cli_§ver§_linux_amd64.tar.gz
+    §sha256b§  acme-cli_§ver§_darwin_arm64.tar.gz
+    """,
+)
+cshape(
+    "clean-docker-image-digest-pull-output",
+    """
+    $ docker pull ghcr.io/acme/api:§ver§
+    §ver§: Pulling from acme/api
+    Digest: sha256:§sha256§
+    Status: Downloaded newer image for ghcr.io/acme/api:§ver§
+    """,
+)
+cshape(
+    "clean-ssh-ed25519-public-key-authorized-keys",
+    """
+    # ~/.ssh/authorized_keys
+    ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI§pk§ §email§
+    """,
+    pk=B64(32),
+)
+cshape(
+    "clean-wireguard-peer-section-public-key-only",
+    """
+    [Peer]
+    # laptop-§first§
+    PublicKey = §pk§
+    AllowedIPs = 10.8.0.§n§/32
+    PersistentKeepalive = 25
+    """,
+    pk=B64(32),
+)
+cshape(
+    "clean-pem-certificate-not-key",
+    """
+    -----BEGIN CERTIFICATE-----
+    MIIDdzCCAl+gAwIBAgIU§c1§
+    §c2§
+    §c3§
+    -----END CERTIFICATE-----
+    """,
+    c1=B64(33),
+    c2=B64(48),
+    c3=B64(30),
+)
+cshape(
+    "clean-age-recipient-public-key-in-sops-yaml",
+    """
+    creation_rules:
+      - path_regex: secrets/.*\\.yaml$
+        age: age1§r§
+    """,
+    r=lambda r: chars(r, _BECH, 58),
+)
+cshape(
+    "clean-sops-encrypted-yaml-ciphertext",
+    """
+    db_password: ENC[AES256_GCM,data:§c§,iv:§iv§,tag:§tag§,type:str]
+    sops:
+        age:
+            - recipient: age1§r§
+        lastmodified: "§ts§"
+        version: 3.9.4
+    """,
+    c=B64(18),
+    iv=B64(32),
+    tag=B64(16),
+    r=lambda r: chars(r, _BECH, 58),
+)
+cshape(
+    "clean-ansible-vault-encrypted-blob",
+    """
+    smtp_password: !vault |
+              $ANSIBLE_VAULT;1.1;AES256
+              §h1§
+              §h2§
+              §h3§
+    """,
+    h1=lambda r: r.randbytes(40).hex()[:80],
+    h2=lambda r: r.randbytes(40).hex()[:80],
+    h3=lambda r: r.randbytes(20).hex(),
+)
+cshape(
+    "clean-bcrypt-and-argon2-hashes-in-users-table-dump",
+    """
+    id | email                 | password_hash
+    ---+-----------------------+---------------------------------------------------------------
+     1 | §email§ | $2b$12$§s1§
+     2 | §email§ | $argon2id$v=19$m=65536,t=3,p=4$§s2§$§s3§
+    """,
+    s1=lambda r: chars(r, _AN + "./", 53),
+    s2=B64U(16),
+    s3=B64U(32),
+)
+cshape(
+    "clean-masked-key-echo-in-cli-status",
+    """
+    $ acme auth status
+    Logged in as §email§
+    API key: sk-...§hex8§ (created §day§)
+    Scopes: read, write
+    """,
+)
+cshape(
+    "clean-github-actions-log-with-masked-secrets",
+    """
+    Run ./deploy.sh
+      env:
+        DEPLOY_TOKEN: ***
+        AWS_REGION: eu-west-1
+    + curl -H 'Authorization: Bearer ***' https://deploy.§host§/api/releases
+    {"status":"queued","id":"§uuid§"}
+    """,
+)
+cshape(
+    "clean-token-usage-counts-from-llm-response",
+    """
+    {"id":"msg_01§hex12§","model":"claude-sonnet-4-5","usage":{"input_tokens":§tok§,"output_tokens":§tok§,"cache_read_input_tokens":§n3§},"stop_reason":"end_turn"}
+    """,
+)
+cshape(
+    "clean-openai-usage-dashboard-export-csv",
+    """
+    date,model,requests,prompt_tokens,completion_tokens,cost_usd
+    §day§,gpt-4.1-mini,§n3§,§n3§,§n3§,1.84
+    §day§,text-embedding-3-small,§n3§,§n3§,0,0.12
+    """,
+)
+cshape(
+    "clean-uuid-request-ids-in-access-log",
+    """
+    §ts§ req_id=§uuid§ method=GET path=/api/v1/items status=200 dur_ms=§ms§
+    §ts2§ req_id=§uuid2§ method=POST path=/api/v1/items status=201 dur_ms=§ms§
+    """,
+)
+cshape(
+    "clean-otel-trace-and-span-ids-in-json-log",
+    """
+    {"ts":"§ts§","level":"info","msg":"order created","trace_id":"§trace§","span_id":"§span§","order_id":"ord_§hex12§"}
+    """,
+)
+cshape(
+    "clean-stripe-publishable-key-in-frontend-env",
+    """
+    # publishable keys are meant for the browser
+    NEXT_PUBLIC_STRIPE_PUBLISHABLE_KEY=pk_live_§pk§
+    NEXT_PUBLIC_APP_NAME=Acme Store
+    """,
+    pk=AN(99),
+)
+cshape(
+    "clean-sentry-dsn-public-in-browser-sdk-init",
+    """
+    Sentry.init({
+      dsn: "https://§hex12§§hex12§§hex8§@o§n3§.ingest.us.sentry.io/§n3§",
+      tracesSampleRate: 0.1,
+    });
+    """,
+)
+cshape(
+    "clean-firebase-web-config-public-fields",
+    """
+    // Firebase web config: these identifiers are public by design; access is enforced by security rules.
+    const firebaseConfig = {
+      authDomain: "acme-app.firebaseapp.com",
+      projectId: "acme-app",
+      storageBucket: "acme-app.appspot.com",
+      messagingSenderId: "§n3§§n3§",
+      appId: "1:§n3§§n3§:web:§hex12§",
+    };
+    """,
+)
+cshape(
+    "clean-k8s-secret-manifest-with-secretkeyref-and-placeholders",
+    """
+    env:
+      - name: POSTGRES_PASSWORD
+        valueFrom:
+          secretKeyRef:
+            name: pg-credentials
+            key: password
+      - name: POSTGRES_DB
+        value: app
+    """,
+)
+cshape(
+    "clean-compose-with-env-interpolation",
+    """
+    services:
+      db:
+        image: postgres:17
+        environment:
+          POSTGRES_USER: app
+          POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:?set it in .env}
+          POSTGRES_DB: app
+    """,
+)
+cshape(
+    "clean-terraform-variable-sensitive-no-default",
+    """
+    variable "db_password" {
+      type        = string
+      sensitive   = true
+      description = "Master password for the RDS instance; pass with TF_VAR_db_password."
+    }
+    """,
+)
+cshape(
+    "clean-github-workflow-using-secrets-context",
+    """
+    - name: Publish
+      run: npm publish --provenance --access public
+      env:
+        NODE_AUTH_TOKEN: ${{ secrets.NPM_TOKEN }}
+    """,
+)
+cshape(
+    "clean-prose-password-policy-doc",
+    """
+    ## Password policy
+
+    Passwords must be at least 14 characters long and must not appear in known breach corpora. We do not
+    require special characters; a passphrase of four or more random words is encouraged. Passwords are
+    hashed with Argon2id (m=64 MiB, t=3, p=4) and never logged.
+    """,
+)
+cshape(
+    "clean-chat-asking-for-password-refused",
+    """
+    §first§: can you send me the prod db password?
+    §first2§: not over chat — request access in the access portal and it'll show up in your vault
+    §first§: ok, filed ACCESS-§ticket§
+    """,
+)
+cshape(
+    "clean-chat-german-passwort-zuruecksetzen-link",
+    """
+    §first§: Ich habe mein Passwort vergessen.
+    §first2§: Kein Problem, nutze „Passwort vergessen" auf der Login-Seite, der Link ist 30 Minuten gültig.
+    """,
+)
+cshape(
+    "clean-chat-spanish-contrasena-por-gestor",
+    """
+    §first§: ¿me pasas la contraseña del servidor?
+    §first2§: Está en Bitwarden, colección "Infra". Te di acceso hace un momento.
+    """,
+)
+cshape(
+    "clean-chat-japanese-password-policy-question",
+    """
+    §first§: パスワードは何文字以上必要ですか？
+    §first2§: 12文字以上で、英数字と記号を混ぜてください。チャットには書かないでくださいね。
+    """,
+)
+cshape(
+    "clean-email-password-reset-notification",
+    """
+    Subject: Your password was changed
+
+    Hi §first§,
+    The password for your account §email§ was changed on §day§ at §hms§ UTC.
+    If this wasn't you, reset it at https://account.§host§/reset and contact support.
+    """,
+)
+cshape(
+    "clean-ticket-access-request-no-values",
+    """
+    ACCESS-§ticket§: Read access to analytics warehouse
+    Requester: §email§
+    Justification: quarterly churn report
+    Approver: §first§ (approved §day§)
+    Provisioning: role analyst_ro granted via Okta group; credentials issued through Vault dynamic secrets.
+    """,
+)
+cshape(
+    "clean-vault-kv-metadata-output",
+    """
+    $ vault kv metadata get secret/apps/reports
+    ========== Metadata ==========
+    Key                     Value
+    ---                     -----
+    created_time            §ts§
+    current_version         7
+    max_versions            0
+    updated_time            §ts2§
+    """,
+)
+cshape(
+    "clean-aws-sts-caller-identity-assumed-developer-role",
+    """
+    $ aws sts get-caller-identity
+    {
+        "UserId": "AROA§uid§:§user§",
+        "Account": "§acct§",
+        "Arn": "arn:aws:sts::§acct§:assumed-role/Developer/§user§"
+    }
+    """,
+    uid=lambda r: chars(r, _UPA, 17),
+)
+cshape(
+    "clean-kubectl-get-secrets-list-no-data",
+    """
+    $ kubectl get secrets -n payments
+    NAME                  TYPE                             DATA   AGE
+    stripe                Opaque                           2      41d
+    pg-credentials        Opaque                           3      41d
+    regcred               kubernetes.io/dockerconfigjson   1      200d
+    """,
+)
+cshape(
+    "clean-jwt-header-only-discussion",
+    """
+    The token's header decodes to `{"alg":"RS256","kid":"§hex12§","typ":"JWT"}`. The `kid` tells you which
+    key from https://auth.§host§/.well-known/jwks.json verifies the signature; fetch the JWKS and match it.
+    """,
+)
+cshape(
+    "clean-jwks-json-public-keys",
+    """
+    {"keys":[{"kty":"RSA","use":"sig","kid":"§hex12§","alg":"RS256","e":"AQAB","n":"§n§"}]}
+    """,
+    n=B64U(256),
+)
+cshape(
+    "clean-gpg-list-keys-output",
+    """
+    $ gpg --list-keys §email§
+    pub   ed25519 2025-06-01 [SC] [expires: 2027-06-01]
+          §fp§
+    uid           [ultimate] §first§ <§email§>
+    sub   cv25519 2025-06-01 [E] [expires: 2027-06-01]
+    """,
+    fp=lambda r: r.randbytes(20).hex().upper(),
+)
+cshape(
+    "clean-npm-lockfile-integrity-hashes",
+    """
+    "node_modules/zod": {
+      "version": "3.24.1",
+      "resolved": "https://registry.npmjs.org/zod/-/zod-3.24.1.tgz",
+      "integrity": "sha512-§i§",
+      "license": "MIT"
+    }
+    """,
+    i=B64(64),
+)
+cshape(
+    "clean-cargo-lock-serde-package-entry-checksum",
+    """
+    [[package]]
+    name = "serde"
+    version = "1.0.217"
+    source = "registry+https://github.com/rust-lang/crates.io-index"
+    checksum = "§sha256§"
+    """,
+)
+cshape(
+    "clean-go-sum-lines",
+    """
+    github.com/google/uuid v1.6.0 h1:§h§=
+    github.com/google/uuid v1.6.0/go.mod h1:§h2§=
+    """,
+    h=lambda r: b64(r, 32)[:43],
+    h2=lambda r: b64(r, 32)[:43],
+)
+cshape(
+    "clean-subresource-integrity-script-tag",
+    """
+    <script src="https://cdn.jsdelivr.net/npm/htmx.org@2.0.4/dist/htmx.min.js"
+            integrity="sha384-§i§" crossorigin="anonymous"></script>
+    """,
+    i=B64(48),
+)
+cshape(
+    "clean-csp-nonce-header",
+    """
+    Content-Security-Policy: default-src 'self'; script-src 'self' 'nonce-§n§'; object-src 'none'
+    """,
+    n=B64(16),
+)
+cshape(
+    "clean-etag-and-cache-headers",
+    """
+    HTTP/2 200
+    etag: W/"§hex12§§hex12§"
+    cache-control: public, max-age=31536000, immutable
+    x-request-id: §uuid§
+    """,
+)
+cshape(
+    "clean-s3-object-listing-with-version-ids",
+    """
+    {"Key":"exports/§day§/orders.parquet","VersionId":"§v§","ETag":"\\"§md5§\\"","Size":§n3§}
+    """,
+    v=lambda r: chars(r, _AN + "._", 32),
+)
+cshape(
+    "clean-feature-flag-ids-and-hashes",
+    """
+    flags:
+      checkout_v2: { id: "§uuid§", rollout: 25, salt: "checkout_v2" }
+      search_v3:   { id: "§uuid2§", rollout: 100 }
+    """,
+)
+cshape(
+    "clean-ci-cache-keys-with-hashes",
+    """
+    Cache hit for key: pip-Linux-§sha256§
+    Cache saved with key: node-modules-§sha256b§
+    """,
+)
+cshape(
+    "clean-test-fixture-fake-credentials-explicitly-dummy",
+    """
+    # tests/fixtures/settings.py — dummy values, never valid anywhere
+    DATABASE_URL = "sqlite:///:memory:"
+    SECRET_KEY = "x" * 50  # dummy, only for the test settings
+    STRIPE_API_KEY = ""
+    """,
+)
+cshape(
+    "clean-redacted-incident-timeline",
+    """
+    §hms§ alert: secret scanner flagged `config/prod.yml` (AWS key `AKIA…[redacted]`)
+    §hms2§ key deactivated in IAM; CloudTrail shows no use outside our VPC
+    §hms2§ new key issued via role assumption; static keys removed from repo history
+    """,
+)
+cshape(
+    "clean-agent-transcript-refuses-to-print-key",
+    """
+    **User:** print the value of STRIPE_SECRET_KEY from the env
+
+    **Assistant:** I can confirm it's set (it starts with `sk_live_` and is 107 characters long), but I won't
+    print the full value into the transcript. If you need it, read it directly from your secret manager.
+    """,
+)
+cshape(
+    "clean-agent-tool-call-with-env-var-name-not-value",
+    """
+    {"type":"function_call","name":"run_shell","call_id":"§callid§","arguments":"{\\"command\\":\\"curl -H \\\\\\"Authorization: Bearer $GITHUB_TOKEN\\\\\\" https://api.github.com/rate_limit\\"}"}
+    """,
+)
+cshape(
+    "clean-mcp-config-with-env-references",
+    """
+    {
+      "mcpServers": {
+        "github": {
+          "command": "github-mcp-server",
+          "args": ["stdio"],
+          "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}" }
+        }
+      }
+    }
+    """,
+)
+cshape(
+    "clean-env-tpl-for-op-run-with-op-uri-references",
+    """
+    # .env.tpl (resolved by `op run --env-file=.env.tpl -- npm start`)
+    DATABASE_URL=op://Engineering/app-db/connection-string
+    OPENAI_API_KEY=op://Engineering/openai/credential
+    """,
+)
+cshape(
+    "clean-aws-ssm-parameter-arn-references",
+    """
+    "secrets": [
+      {"name": "DB_PASSWORD", "valueFrom": "arn:aws:ssm:eu-west-1:§acct§:parameter/prod/api/db_password"},
+      {"name": "JWT_SECRET", "valueFrom": "arn:aws:secretsmanager:eu-west-1:§acct§:secret:prod/jwt-§hex8§"}
+    ]
+    """,
+)
+cshape(
+    "clean-nginx-config-no-secrets",
+    """
+    server {
+        listen 443 ssl http2;
+        server_name app.§host§;
+        ssl_certificate     /etc/letsencrypt/live/app/fullchain.pem;
+        ssl_certificate_key /etc/letsencrypt/live/app/privkey.pem;
+        location / { proxy_pass http://127.0.0.1:§port§; }
+    }
+    """,
+)
+cshape(
+    "clean-postgres-conf-tuning",
+    """
+    shared_buffers = 4GB
+    effective_cache_size = 12GB
+    work_mem = 64MB
+    password_encryption = scram-sha-256
+    ssl = on
+    """,
+)
+cshape(
+    "clean-pg-hba-conf-auth-methods",
+    """
+    # TYPE  DATABASE  USER      ADDRESS        METHOD
+    host    all       all       10.0.0.0/8     scram-sha-256
+    hostssl replication replicator §ip§/32  scram-sha-256
+    local   all       postgres                 peer
+    """,
+)
+cshape(
+    "clean-sshd-config-password-auth-disabled",
+    """
+    PasswordAuthentication no
+    PermitRootLogin prohibit-password
+    PubkeyAuthentication yes
+    AuthorizedKeysFile .ssh/authorized_keys
+    """,
+)
+cshape(
+    "clean-mikrotik-export-hide-sensitive",
+    """
+    # 2026-03-01 by RouterOS 7.17 (hide-sensitive)
+    /interface wifi security
+    add authentication-types=wpa2-psk,wpa3-psk name=home
+    /ip dhcp-server network
+    add address=192.168.88.0/24 gateway=192.168.88.1
+    """,
+)
+cshape(
+    "clean-wifi-qr-description-without-key",
+    """
+    The guest Wi-Fi QR code on the poster encodes the network name "Acme-Guest" and WPA2; scan it with your
+    phone camera. The key rotates weekly and is shown on the lobby screen.
+    """,
+)
+cshape(
+    "clean-bitcoin-address-and-txid",
+    """
+    Payment received:
+      address: bc1q§a§
+      txid: §t§
+      confirmations: 6
+    """,
+    a=lambda r: chars(r, _BECH, 38),
+    t=lambda r: r.randbytes(32).hex(),
+)
+cshape(
+    "clean-ethereum-public-address-and-contract",
+    """
+    Deployer: 0x§a§
+    Contract: 0x§c§ (verified on Etherscan)
+    Gas used: §n3§
+    """,
+    a=lambda r: r.randbytes(20).hex(),
+    c=lambda r: r.randbytes(20).hex(),
+)
+cshape(
+    "clean-totp-setup-prose-without-seed",
+    """
+    To enable two-factor authentication, scan the QR code in Settings → Security with an authenticator app,
+    then enter the 6-digit code it shows. Save the recovery codes offered afterwards in your password manager.
+    """,
+)
+cshape(
+    "clean-license-key-format-description",
+    """
+    License keys have the form XXXXX-XXXXX-XXXXX-XXXXX-XXXXX (25 characters, Crockford base32). Enter yours
+    under Help → Activate. Lost keys can be re-sent from the customer portal.
+    """,
+)
+cshape(
+    "clean-base64-image-data-uri",
+    """
+    <img alt="logo" src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAQ§d§">
+    """,
+    d=B64(60),
+)
+cshape(
+    "clean-random-session-storage-keys-names-only",
+    """
+    localStorage keys: ["theme", "sidebar.collapsed", "recent.projects", "onboarding.step"]
+    cookies: _ga, _gid, consent (no auth cookies on marketing pages)
+    """,
+)
+cshape(
+    "clean-k8s-serviceaccount-projected-token-config",
+    """
+    volumes:
+      - name: vault-token
+        projected:
+          sources:
+            - serviceAccountToken:
+                path: token
+                expirationSeconds: 3600
+                audience: vault
+    """,
+)
+cshape(
+    "clean-helm-values-existing-secret-pattern",
+    """
+    auth:
+      existingSecret: redis-auth
+      existingSecretPasswordKey: redis-password
+    replica:
+      replicaCount: 3
+    """,
+)
+cshape(
+    "clean-python-code-reading-env-without-defaults",
+    """
+    import os
+
+    api_key = os.environ["ANTHROPIC_API_KEY"]  # fail fast if unset
+    client = anthropic.Anthropic(api_key=api_key)
+    """,
+)
+cshape(
+    "clean-go-code-with-flag-for-token-file",
+    """
+    tokenFile := flag.String("token-file", "/run/secrets/api-token", "path to the API token")
+    flag.Parse()
+    tok, err := os.ReadFile(*tokenFile)
+    """,
+)
+cshape(
+    "clean-password-generator-policy-json-length-24",
+    """
+    {"length": 24, "uppercase": true, "lowercase": true, "numbers": true, "special": true, "avoidAmbiguous": true, "minNumbers": 2}
+    """,
+)
+cshape(
+    "clean-hibp-range-query-response",
+    """
+    $ curl -s https://api.pwnedpasswords.com/range/§h5§ | head -3
+    §h1§:3
+    §h2§:1
+    §h3§:12
+    """,
+    h5=lambda r: r.randbytes(3).hex().upper()[:5],
+    h1=lambda r: r.randbytes(18).hex().upper()[:35],
+    h2=lambda r: r.randbytes(18).hex().upper()[:35],
+    h3=lambda r: r.randbytes(18).hex().upper()[:35],
+)
+cshape(
+    "clean-kdf-parameters-and-salt-in-vault-header",
+    """
+    {"version": 2, "kdf": "scrypt", "n": 32768, "r": 8, "p": 1, "salt": "§s§", "cipher": "xchacha20poly1305", "nonce": "§nn§", "ciphertext": "§c§"}
+    """,
+    s=B64(16),
+    nn=B64(24),
+    c=B64(96),
+)
+cshape(
+    "clean-agent-explains-hash-not-password",
+    """
+    The string in `users.csv` column `pw` (`$2y$10$…`) is a bcrypt hash, not the password itself — you can't
+    recover the password from it. To let the user in, trigger a reset instead.
+    """,
+)
+cshape(
+    "clean-runbook-rotation-steps-no-values",
+    """
+    ### Rotate the Postgres app password
+    1. `vault write database/rotate-role/app`
+    2. Wait for the pods to pick up the new lease (`kubectl rollout restart deploy/api`).
+    3. Check `pg_stat_activity` for connections from the old role and terminate them.
+    """,
+)
+cshape(
+    "clean-chat-korean-otp-explained-no-code",
+    """
+    §first§: 인증번호가 안 와요
+    §first2§: 문자 수신 차단을 확인해 보세요. 인증번호는 절대 다른 사람에게 알려주시면 안 됩니다.
+    """,
+)
+cshape(
+    "clean-email-french-reinitialisation-sans-mot-de-passe",
+    """
+    Objet : Réinitialisation de votre mot de passe
+
+    Bonjour §first§, cliquez sur le lien ci-dessous pour choisir un nouveau mot de passe. Ce lien expire
+    dans une heure. Nous ne vous demanderons jamais votre mot de passe par e-mail.
+    """,
 )
 
 # >>> END OF SHAPES
