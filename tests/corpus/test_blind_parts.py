@@ -1,4 +1,4 @@
-"""Each blind part of the secret corpus (HOLDOUT2 to HOLDOUT17) is sound by itself:
+"""Each blind part of the secret corpus (HOLDOUT2 to HOLDOUT18) is sound by itself:
 its planted values are in its texts, its shapes, seed and values are new against every part written before it,
 and it is deterministic.
 
@@ -28,6 +28,7 @@ from tests.corpus.secrets.holdout14 import generate as holdout14
 from tests.corpus.secrets.holdout15 import generate as holdout15
 from tests.corpus.secrets.holdout16 import generate as holdout16
 from tests.corpus.secrets.holdout17 import generate as holdout17
+from tests.corpus.secrets.holdout18 import generate as holdout18
 from tests.corpus.secrets.tune import generate as tune
 
 # In the order they were written, with the least credential and clean documents each promised.
@@ -48,6 +49,7 @@ PARTS: list[tuple[ModuleType, int, int]] = [
     (holdout15, 360, 55),
     (holdout16, 400, 62),
     (holdout17, 450, 70),
+    (holdout18, 465, 75),
 ]
 WRITTEN_BEFORE = [tune, holdout]
 IDS = [part.__name__.split(".")[-2] for part, _, _ in PARTS]

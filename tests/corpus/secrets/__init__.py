@@ -1,6 +1,6 @@
 """A corpus of documents holding credentials, as tools and agents write them, for the secret detector.
 
-Eighteen parts written by eighteen generators: `tune` (the shapes the detector was tuned on; the property tests draw
+Nineteen parts written by nineteen generators: `tune` (the shapes the detector was tuned on; the property tests draw
 from it), `holdout` (other shapes, other value forms, another seed; written first and never looked at while
 tuning: its figure says how the detector does on text it never saw), `holdout2` (a second blind part, written
 later without reading the detector: shapes and value forms neither earlier part has) and `holdout3` (a third
@@ -23,7 +23,8 @@ figures are printed, its misses never listed) and `holdout15` (a fifteenth, writ
 no detector file; kept blind in round 15, read in round 16 to find that round's classes) and `holdout16` (a sixteenth, written in
 round 16 by an author who read no detector file; kept blind in round 16, read in round 17 to find that round's classes)
 and `holdout17` (a seventeenth, written in round 17 by an author who read no detector file; kept blind: its figures
-are printed, its misses never listed).
+are printed, its misses never listed) and `holdout18` (an eighteenth, written in round 17 by an author who read no
+detector file; kept blind: its figures are printed, its misses never listed).
 """
 
 from __future__ import annotations
