@@ -57,14 +57,18 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     r"|(?:(?<=odpas )|(?<=odpas ou )|(?<=odpas mwen )|(?<=odpas li )|(?<=odpas nou ))se)")
 # Round 15: Polish says `is` with `to` (`hasło do konta to …`), a copula only after Polish's word (`_polish_to`): in
 # English `password to the server` is no copula.
-_COPULA_JOIN = _COPULA[:-1] + "|to)"
-_POLISH_TO = re.compile(r"[ \t]to(?:[ \t]*:)?[ \t]+\Z")
-_POLISH_NAMES = ("hasło", "haslo", "hasła", "hasla")
+# Round 18: Romanian's spoken `e` (`parola pentru contul de test e …`), a copula only after Romanian's word: in
+# Italian and Portuguese `e` is `and`.
+_COPULA_JOIN = _COPULA[:-1] + "|to|e)"
+_OWN_COPULA = re.compile(r"[ \t](?P<word>to|e)(?:[ \t]*:)?[ \t]+\Z")
+_OWN_COPULA_NAMES = {"to": ("hasło", "haslo", "hasła", "hasla"), "e": ("parola", "parolă", "parolei", "parolele")}
 
 
 def _polish_to(text: str, name_start: int, name_end: int, join: re.Match[str]) -> bool:
-    """Whether a join that ends in `to` follows Polish's word for password (then it says `is`)."""
-    return _POLISH_TO.search(join.group()) is None or text[name_start:name_end].rstrip("\"'`*_]}").lower() in _POLISH_NAMES
+    """Whether a join that ends in a language's own copula (Polish's `to`, Romanian's `e`) follows that language's
+    word for password (then it says `is`)."""
+    own = _OWN_COPULA.search(join.group())
+    return own is None or text[name_start:name_end].rstrip("\"'`*_]}").lower() in _OWN_COPULA_NAMES[own.group("word")]
 
 
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
@@ -451,6 +455,50 @@ _SNMP_USER = (
     re.compile(r"(?im)^[ \t]*createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-\d{3})?)[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+"
                r"(?:DES|AES(?:-?\d{3}C?)?)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,128}|[^\s\"']{6,128}))(?P=q)"),
 )
+# Class (round 18): a credential file given as a process substitution (`--password-file=<(echo '…')`, `--passfile
+# <(printf %s …)`): what it echoes.
+_SUBSTITUTED_FILE = re.compile(
+    r"(?i:pass(?:word|phrase)?|secret|token|key|cred(?:ential)?s?)[\w-]{0,20}(?:[ \t]*=[ \t]*|[ \t]+)<\([ \t]*"
+    r"(?:echo(?:[ \t]+-[nE]{1,2})?|printf(?:[ \t]+['\"]%s(?:\\n)?['\"])?|cat[ \t]+<<<)[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"()$`]{6,256})(?P=q)[ \t]*\)"
+)
+# Class (round 18): Java's key store passwords (keytool's and jarsigner's `-storepass`, `-keypass`, `-srcstorepass`,
+# `-deststorepass`, `-srckeypass`, `-destkeypass`; not `-storepass:env NAME` or `:file`, which name where it is).
+_STORE_PASS = re.compile(
+    r"(?<![\w-])-(?:src|dest)?(?:store|key)pass[ \t]+(?P<q>['\"]?)(?P<secret>(?(q)[^'\"\n]{1,128}|[^\s'\"$-][^\s'\"]{0,127}))(?P=q)(?=\s|\Z)"
+)
+# Class (round 18): a SIP or XMPP server's control tool adding a user or setting a password, the password the last
+# argument (`kamctl add <user> <password>`, `opensipsctl passwd …`, `ejabberdctl register <user> <host> <password>`,
+# `prosodyctl register …`, `rabbitmqctl add_user <user> <password>`).
+_USER_ADDED = re.compile(
+    r"(?m)(?<![\w-])(?:(?:kamctl|opensipsctl)[ \t]+(?:add|passwd)|rabbitmqctl[ \t]+(?:add_user|change_password))[ \t]+\S+[ \t]+"
+    r"(?P<q>['\"]?)(?P<secret>[^\s'\"]{6,128})(?P=q)[ \t]*\r?$"
+)
+_USER_AT_HOST_ADDED = re.compile(
+    r"(?m)(?<![\w-])(?:ejabberdctl|prosodyctl)[ \t]+(?:register|change_password|passwd)[ \t]+\S+[ \t]+\S+[ \t]+"
+    r"(?P<q>['\"]?)(?P<secret>[^\s'\"]{6,128})(?P=q)[ \t]*\r?$"
+)
+# Class (round 18): a client's method that logs in or sets credentials, given literals (Perl's `$ua->credentials('host',
+# 'realm', 'user', '…')`, Python's `smtp.login('user', '…')`, `HTTPBasicAuth('user', '…')`): the last literal.
+_LOGIN_CALL = re.compile(
+    r"(?:->|\.|::|\b)(?:set_?)?(?i:credentials|basic_?auth|login|authenticate)\([ \t]*"
+    r"(?:(['\"])[^'\"\n]{0,128}\1[ \t]*,[ \t]*){1,4}(?P<q>['\"])(?P<secret>[^'\"\n]{6,128})(?P=q)[ \t]*\)"
+)
+LOGIN_CALL_SIGNS = ("credentials(", "login(", "auth(", "authenticate(")
+# Class (round 18): a monitoring check's ping link, its key in the path (Healthchecks' `hc-ping.com/<uuid>` and a
+# self-hosted `/ping/<uuid>`, a heartbeat's `/heartbeat/<token>`, Dead Man's Snitch's `nosnch.in/<token>`): whoever
+# holds it reports for the job.
+_PING_LINK = re.compile(
+    r"://(?:(?i:hc-ping\.com|hchk\.io|nosnch\.in)|[^\s/'\"<>]+/(?:[^\s/'\"<>?#]+/){0,4}?(?i:ping|heartbeats?))/"
+    r"(?P<secret>[A-Za-z0-9_-]{16,64})(?=[/?#\s'\"]|\Z)"
+)
+PING_SIGNS = ("hc-ping.", "hchk.io/", "nosnch.in/", "/ping/", "/heartbeat/", "/heartbeats/")
+
+
+def _ping_key(match: re.Match[str]) -> bool:
+    value = match.group("secret")
+    return UUID_FORM.fullmatch(value) is not None or looks_random(value)
+
+
 # Class (round 17): MinIO's client given an alias's keys (`mc alias set <name> <url> <access key> <secret key>`, the
 # older `mc config host add …`): the third and the fourth argument.
 _MC_ALIAS = r"(?<![\w-])mc(?:li)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+"
@@ -477,6 +525,9 @@ def _random_segment(match: re.Match[str]) -> bool:
 COMMANDS: tuple[CredentialCommand, ...] = (
     # Round 14: the password glued to `-p` in quotes too (`mysql -uroot -p'…'`).
     _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
+          r"[ \t]--password[ \t]+" + _VALUE),
+    # Round 18: MariaDB's own names for the same clients (`mariadb`, `mariadb-admin`, `mariadb-dump`).
+    _tool("mariadb", r"mariadb(?:-?(?:dump|admin|import|check|backup|upgrade))?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
           r"[ \t]--password[ \t]+" + _VALUE),
     # Round 16: the value quoted too (`redis-cli -a '…'`).
     _tool("redis-cli", r"redis-cli", r"""[ \t]-[ap][ \t]*(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))"""),
@@ -563,6 +614,13 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", form.pattern) for sign in ("alias set", "host add") for form in _MC_KEYS),
     _form("askpass", r"(?i:askpass)", _ASKPASS_ECHO.pattern),
     _form("rtsp", r"(?i:rtsps?://)", _STREAM_TOKEN.pattern, _random_segment),
+    # Round 18's command classes (see above each form).
+    *(_form(sign, re.escape(sign) + r"[ \t]", _SUBSTITUTED_FILE.pattern) for sign in ("<(echo", "<(printf", "<(cat")),
+    *(_form(sign, r"(?i:" + sign + r")[ \t]", _STORE_PASS.pattern) for sign in ("storepass", "keypass")),
+    *(_form(sign, r"(?i:" + sign + r")[ \t]", _USER_ADDED.pattern) for sign in ("kamctl", "opensipsctl", "rabbitmqctl")),
+    *(_form(sign, r"(?i:" + sign + r")[ \t]", _USER_AT_HOST_ADDED.pattern) for sign in ("ejabberdctl", "prosodyctl")),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]*['\"]", _LOGIN_CALL.pattern, _shaped_or_digit) for sign in LOGIN_CALL_SIGNS),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")", _PING_LINK.pattern, _ping_key) for sign in PING_SIGNS),
 )  # fmt: skip
 # Class (round 16): the lines of a file named for secrets (davfs2's `secrets`, ppp's `chap-secrets`, `ipsec.secrets`,
 # rsyncd's `rsyncd.secrets`), under its name in a comment or a `cat`: each line's last quoted field, or the password
@@ -1681,7 +1739,8 @@ def _split_cells(line: str, delimiter: str, most: int = -1) -> list[str]:
 
 # Class (round 17): a cookie's value of words (a consent's `necessary%2Canalytics`, a language's `nb-NO`, `deleted`
 # that clears it) is a setting, no session.
-_WORDS_COOKIE = re.compile(r"[A-Za-z]{1,20}(?:(?:[-_,.:| ]|%2[Cc]|%20|%7[Cc])[A-Za-z]{1,20})*")
+# Round 18: an encoded `=` or `&` joins a consent's words too (`analytics%3Dfalse%2Cads%3Dtrue`).
+_WORDS_COOKIE = re.compile(r"[A-Za-z]{1,20}(?:(?:[-_,.:|= ]|%2[Cc]|%20|%7[Cc]|%3[Dd]|%26)[A-Za-z]{1,20})*")
 
 
 # Class (round 17): a cookie jar in Netscape's format (curl's `-c`, a browser's export): seven fields a line, the value
