@@ -194,6 +194,9 @@ IDENTIFIER_WORDS = frozenset({
     # Round 17: a device's EUI (LoRaWAN's `dev_eui`, `join_eui`), a calendar entry's `UID`, a payment's reference
     # (`pspReference`), a vault named where a secret is kept (`Vault: Infra (<its id>)`).
     "eui", "uid", "reference", "vault",
+    # Round 18: an authorization request's public parameters (OAuth's `state`, PKCE's `code_challenge`, the
+    # `redirect_uri`): what the browser carries in the open; the verifier and the code stay credentials.
+    "state", "challenge", "redirect",
 })  # fmt: skip
 # Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
 # Round 12: ciphertext under its own name (a payment notification's `"ciphertext": …`) is content only its key opens.
@@ -253,6 +256,7 @@ def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
     return None
 
 
+_RULE_AFTER = re.compile(r"(?:[ \t]*,[ \t]*[.#][\w-]+)*[ \t]*\{")
 # A Matrix room's id (`!<opaque>:matrix.org`): an identifier its server names, as an event's `$…` is.
 _MATRIX_ROOM = re.compile(r"![A-Za-z0-9]{8,64}:[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
 _PUBLIC_LABEL = re.compile(r"""(?i)\bpub(?:lic)?[-_ ]?key["']?[ \t]*[:=][ \t]*["']?$""")
@@ -419,6 +423,8 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if value.startswith("!") and _MATRIX_ROOM.match(text, start):
         return True
+    if value[:1] in ".#" and _RULE_AFTER.match(text, end):
+        return True  # round 18: a style sheet's selector (a CSS module's hashed class name `.card_<hash> {`)
     if "-Signature:" in text or "-Seal:" in text or "-signature:" in text:
         if _in_mail_signature(text, token_start):
             return True

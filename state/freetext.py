@@ -15,6 +15,7 @@ credential costs one regex pass.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import string
@@ -385,17 +386,36 @@ _CAT_ONE = re.compile(r"(?m)(?<![\w-])cat[ \t]+[\"']?(?P<path>[^\s'\";|&<>]{1,20
 _PRINTED_LINE = re.compile(r"[ \t]*(?P<line>[^\s$#>][^\n]{0,127}?)[ \t]*\r?(?:\n|\Z)")
 
 
+# Round 18: a password flag given a file's path (geth's `--password /etc/geth/pw.txt`), and a file named for a login
+# (OpenVPN's `corp.auth`, `creds.txt`): where a credential is kept too.
+_FLAG_GIVEN_FILE = re.compile(r"(?i:(?<![\w-])--?pass(?:word)?)(?:[ \t]+|=)[\"']?(?P<path>(?:/|~/|\./)[^\s'\";|&]{1,200})")
+_LOGIN_FILE_NAME = re.compile(r"(?i)[\w.-]+\.(?:auth|creds?)|(?:auth|creds?|credentials|login)\.txt")
+_SPACED_WORDS = re.compile(r"[A-Za-z]{2,12}\d{0,4}(?: [A-Za-z]{2,12}\d{0,4}){2,7}")
+
+
+def _file_named_for_credential(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return bool(_CREDENTIAL_FILE_NAME.search(name) or _LOGIN_FILE_NAME.fullmatch(name))
+
+
+def _passphrase_line(line: str) -> bool:
+    """Three to eight words a space apart, none of prose, a digit or a capital among them (`lichen Orbit wax7`)."""
+    return bool(_SPACED_WORDS.fullmatch(line)) and not _PROSE.intersection(line.lower().split()) and line != line.lower()
+
+
 def _credential_file_spans(text: str) -> Iterator[tuple[int, int]]:
     named = {match.group("path") for match in _FILE_DIRECTIVE.finditer(text)} if "cat " in text else set()
+    if "cat " in text and "pass" in text.lower():
+        named |= {match.group("path") for match in _FLAG_GIVEN_FILE.finditer(text)}
     for written in _WRITTEN.finditer(text) if "echo " in text or "printf " in text else ():
         path = written.group("path")
         value = written.group("secret")
         if (path in named or _CREDENTIAL_FILE_NAME.search(path.rsplit("/", 1)[-1])) and is_maskable(value) and not FILE_NAME.fullmatch(value):
             yield written.span("secret")
-    if not named:
+    if "cat " not in text:
         return
     for cat in _CAT_ONE.finditer(text):
-        if cat.group("path") not in named:
+        if cat.group("path") not in named and not _file_named_for_credential(cat.group("path")):
             continue
         at, lines = cat.end(), []
         for _ in range(3):  # a third line: no credential file of that kind
@@ -406,7 +426,7 @@ def _credential_file_spans(text: str) -> Iterator[tuple[int, int]]:
             at = line.end()
         last = text[lines[-1][0] : lines[-1][1]] if lines else ""
         # One or two lines (the password; a user then the password), no `user:hash` lines of a password file.
-        if 1 <= len(lines) <= 2 and not any(char in last for char in " :$") and is_maskable(last):
+        if 1 <= len(lines) <= 2 and (not any(char in last for char in " :$") or _passphrase_line(last)) and is_maskable(last):
             yield lines[-1]
 
 
@@ -428,6 +448,25 @@ def _cat_files_spans(text: str) -> Iterator[tuple[int, int]]:
         for name, line in zip(files, lines, strict=True):
             if _CREDENTIAL_FILE_NAME.match(name) and _read_secret(line):
                 yield line.span("secret")
+
+
+# Class (round 18): a command written as an exec array (Docker's `CMD` and `healthcheck: test: [...]`, Kubernetes'
+# `command:`, a subprocess' list): read by the command forms as the line it runs (`["mariadb-admin", "ping", "-p…"]`).
+_EXEC_ARRAY = re.compile(r"""\[[ \t]*(["'])[\w./-]{1,64}\1(?:[ \t]*,[ \t]*(["'])[^"'\n\]]{0,256}\2){2,63}[ \t]*\]""")
+_ELEMENT = re.compile(r"""(["'])([^"'\n]*)\1""")
+
+
+def _exec_array_spans(text: str) -> Iterator[tuple[int, int]]:
+    for array in _EXEC_ARRAY.finditer(text):
+        elements = [(array.start() + m.start(2), m.group(2)) for m in _ELEMENT.finditer(array.group())]
+        line = " ".join(element for _, element in elements)
+        if " -" not in line:
+            continue
+        offsets = list(itertools.accumulate((len(element) + 1 for _, element in elements), initial=0))
+        for start, end in _cli_spans(line):
+            k = bisect.bisect_right(offsets, start) - 1
+            if 0 <= k < len(elements) and end <= offsets[k] + len(elements[k][1]):
+                yield elements[k][0] + start - offsets[k], elements[k][0] + end - offsets[k]
 
 
 def _has_digit(match: re.Match[str]) -> bool:
@@ -1505,6 +1544,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                 break
     yield from _cookie_spans(text)
     yield from _column_spans(text, sensitive)
+    if "- -" in text or "-\t-" in text:
+        yield from _fixed_width_spans(text, sensitive)
     if "cat " in text:
         yield from _cat_files_spans(text)
     if "cat " in text or "echo " in text or "printf " in text:
@@ -1519,6 +1560,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         yield from _bar_table_spans(text, sensitive)
     yield from _listed_spans(text, sensitive)
     yield from _cli_spans(text)  # each command's sign looked for once
+    if '", "' in text or "', '" in text or '","' in text:
+        yield from _exec_array_spans(text)
     yield from _typed_into_spans(text, sensitive)
     yield from _login_clause_spans(text)
     if "env" in text or "ENV" in text:
@@ -1660,6 +1703,48 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
                 j += 1
             next_free = j
             break
+
+
+# Class (round 18): a fixed-width table (a report's, SQL*Plus' or a CLI's listing: a header line of names, a rule of
+# dash runs under them, then the rows): the cell under a credential column, cut where its run begins and the next
+# one begins (the row's fields one for one, when they are as many as the columns).
+_RULE_LINE = re.compile(r"(?m)^[ \t]*-{3,}(?:[ \t]+-{3,})+[ \t]*\r?$")
+_DASH_RUN = re.compile(r"-{3,}")
+_FIELDS = re.compile(r"\S+")
+
+
+def _fixed_width_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    for rule in _RULE_LINE.finditer(text):
+        header_end = rule.start() - 1
+        header_start = text.rfind("\n", 0, max(0, header_end)) + 1
+        if header_end <= header_start:
+            continue
+        runs = [(m.start() - rule.start(), m.end() - rule.start()) for m in _DASH_RUN.finditer(rule.group())]
+        header = text[header_start:header_end]
+        names = [header[a : runs[k + 1][0] if k + 1 < len(runs) else len(header)].strip() for k, (a, _) in enumerate(runs)]
+        columns = [k for k, name in enumerate(names) if name and is_sensitive(name, sensitive) and not names_a_hash(name)]
+        if not columns:
+            continue
+        at = rule.end() + 1
+        while at < len(text):
+            line_end = text.find("\n", at)
+            line_end = len(text) if line_end == -1 else line_end
+            row = text[at:line_end].rstrip("\r")
+            if not row.strip() or _RULE_LINE.match(row):
+                break
+            fields = list(_FIELDS.finditer(row))
+            for k in columns:
+                if len(fields) == len(runs):
+                    begin, end = at + fields[k].start(), at + fields[k].end()
+                else:
+                    cut = row[runs[k][0] : runs[k + 1][0] if k + 1 < len(runs) else len(row)]
+                    if not cut.strip() or " " in cut.strip():
+                        continue
+                    begin = at + runs[k][0] + cut.index(cut.strip())
+                    end = begin + len(cut.strip())
+                if is_maskable(text[begin:end]):
+                    yield begin, end
+            at = line_end + 1
 
 
 # Class (round 15): an SQL dump's rows under a credential column (`INSERT INTO users (id, login, pass) VALUES
