@@ -538,6 +538,14 @@ def _ping_key(match: re.Match[str]) -> bool:
     return UUID_FORM.fullmatch(value) is not None or looks_random(value)
 
 
+# Class (round 18): what a command creating a token prints as its value, a table's row (Proxmox's `pveum user token
+# add` box-drawn `│ value │ <secret> │`, a `| secret | … |` row), within a few lines after the command.
+_CREATED_TOKEN_ROW = re.compile(
+    r"(?i:token[ \t]+(?:add|create))[^\n]*\n(?:[^\n]*\n){0,15}?[ \t]*[│┃|][ \t]*(?i:value|secret|token)[ \t]*[│┃|][ \t]*"
+    r"(?P<secret>[^\s│┃|]{8,128})[ \t]*[│┃|]"
+)
+
+
 # Class (round 17): MinIO's client given an alias's keys (`mc alias set <name> <url> <access key> <secret key>`, the
 # older `mc config host add …`): the third and the fourth argument.
 _MC_ALIAS = r"(?<![\w-])mc(?:li)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+"
@@ -660,6 +668,7 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     *(_form(sign, r"(?i:" + sign + r")[ \t]", _USER_AT_HOST_ADDED.pattern) for sign in ("ejabberdctl", "prosodyctl")),
     *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]*['\"]", _LOGIN_CALL.pattern, _shaped_or_digit) for sign in LOGIN_CALL_SIGNS),
     *(_form(sign, r"(?i:" + re.escape(sign) + r")", _PING_LINK.pattern, _ping_key) for sign in PING_SIGNS),
+    *(_form(sign, r"(?i:" + sign + r")", _CREATED_TOKEN_ROW.pattern, _ping_key) for sign in ("token add", "token create")),
 )  # fmt: skip
 # Class (round 16): the lines of a file named for secrets (davfs2's `secrets`, ppp's `chap-secrets`, `ipsec.secrets`,
 # rsyncd's `rsyncd.secrets`), under its name in a comment or a `cat`: each line's last quoted field, or the password
