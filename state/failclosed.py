@@ -756,7 +756,7 @@ _REFERENCE = re.compile(
     | os\.environ/[A-Za-z_]\w*$ | \$__(?:env|file|vault)\{[^{}\n]+\}$                     # round 15: LiteLLM's and Grafana's references
     | @Microsoft\.(?:KeyVault|AppConfiguration)\([^()\n]+\)$                                # round 16: Azure's app settings' references
     | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
-    | (?:std::)?env::var(?:_os)?\b.*$ | (?:ENV|System)\.(?:fetch|get_env|fetch_env!?)\(.*$                 # round 18: Rust's, Ruby's, Elixir's
+    | (?:std::)?env::var(?:_os)?\b.*$ | (?:ENV|System)\.(?:fetch|get_env|fetch_env)!?(?:\(.*)?$                 # round 18: Rust's, Ruby's, Elixir's
     | (?:op|ref\+[a-z0-9]+|akv|gcpsm|awssm|sm|bws|infisical|doppler)://[^\n]+$              # round 18: a secret manager's reference
     | ![a-z][A-Za-z_-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                               # a YAML tag, a word (`!vault |`, `!secret db_pw`; not `!a2222…`)
     | (?:Read|Get|New|Import|Invoke|ConvertFrom|Select|Unprotect)-[A-Z]\w+(?:[ \t].*)?$       # a PowerShell cmdlet computes it (`Read-Host -AsSecureString`)

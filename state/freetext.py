@@ -387,9 +387,9 @@ _PRINTED_LINE = re.compile(r"[ \t]*(?P<line>[^\s$#>][^\n]{0,127}?)[ \t]*\r?(?:\n
 
 
 # Round 18: a password flag given a file's path (geth's `--password /etc/geth/pw.txt`), and a file named for a login
-# (OpenVPN's `corp.auth`, `creds.txt`): where a credential is kept too.
+# (OpenVPN's `corp.auth`, `creds.txt`, `passphrase.txt`): where a credential is kept too.
 _FLAG_GIVEN_FILE = re.compile(r"(?i:(?<![\w-])--?pass(?:word)?)(?:[ \t]+|=)[\"']?(?P<path>(?:/|~/|\./)[^\s'\";|&]{1,200})")
-_LOGIN_FILE_NAME = re.compile(r"(?i)[\w.-]+\.(?:auth|creds?)|(?:auth|creds?|credentials|login)\.txt")
+_LOGIN_FILE_NAME = re.compile(r"(?i)[\w.-]+\.(?:auth|creds?|passphrase)|(?:auth|creds?|credentials|login|passphrase)\.txt")
 _SPACED_WORDS = re.compile(r"[A-Za-z]{2,12}\d{0,4}(?: [A-Za-z]{2,12}\d{0,4}){2,7}")
 
 
@@ -1553,7 +1553,7 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                 break
     yield from _cookie_spans(text)
     yield from _column_spans(text, sensitive)
-    if "- -" in text or "-\t-" in text:
+    if "---" in text:
         yield from _fixed_width_spans(text, sensitive)
     if "cat " in text:
         yield from _cat_files_spans(text)
