@@ -729,6 +729,8 @@ _PUBLIC_FORM = re.compile(
     # Round 15: an error tracker's DSN with its public key alone (Sentry's `https://<32 hex>@o1.ingest.sentry.io/42`, set
     # in a browser's code by design); a DSN with `:secret@` still holds a secret.
     r"|https?://[0-9a-f]{32}@[\w.-]+(?::\d+)?/\d+"
+    # Round 18: a .NET type's name where a value would be (PowerShell shows a SecureString's as `System.Security.SecureString`).
+    r"|(?:System|Microsoft)(?:\.[A-Z][A-Za-z0-9]+)+"
     # Round 16: an age recipient (`age1…`, bech32): the public half, what sops and age encrypt to.
     r"|age1[02-9ac-hj-np-z]{50,70}|age1[0-9a-z]{58}"
     # Round 18: a wallet's public side: an extended public key (BIP-32's `xpub…`, `ypub`, `zpub`, testnet's `tpub`,

@@ -8,7 +8,7 @@ abbreviations, Romanian's `e`); and look-alikes never learnt (a scheme before a 
 environment, a secret manager's reference, a PHC string, a cloud KMS's ciphertext, a GnuPG key id, a wallet's public
 key and address, a password manager's name, a name ending in a digest, a prompt's variable, a consent cookie, an
 ARN's resource type, an authorization request's public parameters, a style sheet's selector, an exec array passing
-a variable's name). Each found class is read the same alone and inside an event (a shell tool call's command, a
+a variable's name, a .NET type's name). Each found class is read the same alone and inside an event (a shell tool call's command, a
 log's message).
 """
 
@@ -124,6 +124,9 @@ NOT_FOUND = {
     "a style sheet's selector": ".header_4c8e1f2a9b7d { display: flex; }\n.nav_7b2d9e4f1a3c, .nav_7b2d9e4f1a3c { gap: 4px; }\n",
     "an exec array passing a variable's name": (
         '"args": ["run", "-i", "--rm", "-e", "GITHUB_TOKEN", "ghcr.io/acme/tool@sha256:9c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d"]\n'
+    ),
+    "a .NET type's name in a fixed-width listing": (
+        "PS> Get-StoredCredential -Target relay\nUserName         Password\n--------         --------\nsmtp-relay       System.Security.SecureString\n"
     ),
     "a ping link without a key": "curl -fsS https://api.example.org/ping/ && echo up\n",
     "a created token's table row of a name": "$ acmectl token create deploy-bot\n| name   | deploy-bot |\n| scope  | deploy     |\n",
