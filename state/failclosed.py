@@ -868,8 +868,9 @@ def _jwt_header(value: str) -> bool:
 # Class (round 18): a password manager's name where a value would be (`1Password "Infra"`), in any language.
 _PASSWORD_MANAGER = re.compile(r"(?i)1password|bitwarden|vaultwarden|keepass(?:xc|dx)?|lastpass|dashlane")
 # Class (round 18): a name that ends in its content's digest (a CI cache's `deps-v3-linux-<sha256>`, an artifact's
-# `node-modules-<sha1>`): words, then a whole SHA-1 or SHA-256 in hex.
-_DIGEST_NAMED = re.compile(r"[a-z][a-z0-9]{2,}(?:[-_][a-z0-9]+){1,6}[-_](?:[0-9a-f]{40}|[0-9a-f]{64})")
+# `node-modules-lock-<sha1>`): three words or more joined by dashes, then a whole SHA-1 or SHA-256 in hex (a vendor's
+# prefix is shorter or joined by `_`: DigitalOcean's `dop_v1_<64 hex>` is a token).
+_DIGEST_NAMED = re.compile(r"[a-z][a-z0-9]{2,}(?:-[a-z0-9]+){2,6}-(?:[0-9a-f]{40}|[0-9a-f]{64})")
 # An authorization's scheme before its value (`Bearer …`, `Basic …`, `Token …`, `Bot …`).
 _SCHEME = re.compile(r"(?i)(?:bearer|basic|token|bot)[ \t]+")
 # Class (round 17): an empty value and the comment after it (`OPENAI_API_KEY=    # https://…/api-keys`).

@@ -8,8 +8,8 @@ abbreviations, Romanian's `e`); and look-alikes never learnt (a scheme before a 
 environment, a secret manager's reference, a PHC string, a cloud KMS's ciphertext, a GnuPG key id, a wallet's public
 key and address, a password manager's name, a name ending in a digest, a prompt's variable, a consent cookie, an
 ARN's resource type, an authorization request's public parameters, a style sheet's selector, an exec array passing
-a variable's name, a .NET type's name). Each found class is read the same alone and inside an event (a shell tool call's command, a
-log's message).
+a variable's name, a .NET type's name). Each found class is read the same alone and inside an event (a shell tool
+call's command, a log's message).
 """
 
 from __future__ import annotations
