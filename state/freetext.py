@@ -58,7 +58,7 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     r"|(?:(?<=odpas )|(?<=odpas ou )|(?<=odpas mwen )|(?<=odpas li )|(?<=odpas nou ))se)")
 # Round 15: Polish says `is` with `to` (`hasło do konta to …`), a copula only after Polish's word (`_polish_to`): in
 # English `password to the server` is no copula.
-# Round 18: Romanian's spoken `e` (`parola pentru contul de test e …`), a copula only after Romanian's word: in
+# Round 17 (second): Romanian's spoken `e` (`parola pentru contul de test e …`), a copula only after Romanian's word: in
 # Italian and Portuguese `e` is `and`.
 _COPULA_JOIN = _COPULA[:-1] + "|to|e)"
 _OWN_COPULA = re.compile(r"[ \t](?P<word>to|e)(?:[ \t]*:)?[ \t]+\Z")
@@ -386,7 +386,7 @@ _CAT_ONE = re.compile(r"(?m)(?<![\w-])cat[ \t]+[\"']?(?P<path>[^\s'\";|&<>]{1,20
 _PRINTED_LINE = re.compile(r"[ \t]*(?P<line>[^\s$#>][^\n]{0,127}?)[ \t]*\r?(?:\n|\Z)")
 
 
-# Round 18: a password flag given a file's path (geth's `--password /etc/geth/pw.txt`), and a file named for a login
+# Round 17 (second): a password flag given a file's path (geth's `--password /etc/geth/pw.txt`), and a file named for a login
 # (OpenVPN's `corp.auth`, `creds.txt`, `passphrase.txt`): where a credential is kept too.
 _FLAG_GIVEN_FILE = re.compile(r"(?i:(?<![\w-])--?pass(?:word)?)(?:[ \t]+|=)[\"']?(?P<path>(?:/|~/|\./)[^\s'\";|&]{1,200})")
 _LOGIN_FILE_NAME = re.compile(r"(?i)[\w.-]+\.(?:auth|creds?|passphrase)|(?:auth|creds?|credentials|login|passphrase)\.txt")
@@ -450,7 +450,7 @@ def _cat_files_spans(text: str) -> Iterator[tuple[int, int]]:
                 yield line.span("secret")
 
 
-# Class (round 18): a command written as an exec array (Docker's `CMD` and `healthcheck: test: [...]`, Kubernetes'
+# Class (round 17, second): a command written as an exec array (Docker's `CMD` and `healthcheck: test: [...]`, Kubernetes'
 # `command:`, a subprocess' list): read by the command forms as the line it runs (`["mariadb-admin", "ping", "-p…"]`).
 _EXEC_ARRAY = re.compile(r"""\[[ \t]*(["'])[\w./-]{1,64}\1(?:[ \t]*,[ \t]*(["'])[^"'\n\]]{0,256}\2){2,63}[ \t]*\]""")
 _ELEMENT = re.compile(r"""(["'])([^"'\n]*)\1""")
@@ -494,18 +494,18 @@ _SNMP_USER = (
     re.compile(r"(?im)^[ \t]*createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-\d{3})?)[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+"
                r"(?:DES|AES(?:-?\d{3}C?)?)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,128}|[^\s\"']{6,128}))(?P=q)"),
 )
-# Class (round 18): a credential file given as a process substitution (`--password-file=<(echo '…')`, `--passfile
+# Class (round 17, second): a credential file given as a process substitution (`--password-file=<(echo '…')`, `--passfile
 # <(printf %s …)`): what it echoes.
 _SUBSTITUTED_FILE = re.compile(
     r"(?i:pass(?:word|phrase)?|secret|token|key|cred(?:ential)?s?)[\w-]{0,20}(?:[ \t]*=[ \t]*|[ \t]+)<\([ \t]*"
     r"(?:echo(?:[ \t]+-[nE]{1,2})?|printf(?:[ \t]+['\"]%s(?:\\n)?['\"])?|cat[ \t]+<<<)[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"()$`]{6,256})(?P=q)[ \t]*\)"
 )
-# Class (round 18): Java's key store passwords (keytool's and jarsigner's `-storepass`, `-keypass`, `-srcstorepass`,
+# Class (round 17, second): Java's key store passwords (keytool's and jarsigner's `-storepass`, `-keypass`, `-srcstorepass`,
 # `-deststorepass`, `-srckeypass`, `-destkeypass`; not `-storepass:env NAME` or `:file`, which name where it is).
 _STORE_PASS = re.compile(
     r"(?<![\w-])-(?:src|dest)?(?:store|key)pass[ \t]+(?P<q>['\"]?)(?P<secret>(?(q)[^'\"\n]{1,128}|[^\s'\"$-][^\s'\"]{0,127}))(?P=q)(?=\s|\Z)"
 )
-# Class (round 18): a SIP or XMPP server's control tool adding a user or setting a password, the password the last
+# Class (round 17, second): a SIP or XMPP server's control tool adding a user or setting a password, the password the last
 # argument (`kamctl add <user> <password>`, `opensipsctl passwd …`, `ejabberdctl register <user> <host> <password>`,
 # `prosodyctl register …`, `rabbitmqctl add_user <user> <password>`).
 _USER_ADDED = re.compile(
@@ -516,14 +516,14 @@ _USER_AT_HOST_ADDED = re.compile(
     r"(?m)(?<![\w-])(?:ejabberdctl|prosodyctl)[ \t]+(?:register|change_password|passwd)[ \t]+\S+[ \t]+\S+[ \t]+"
     r"(?P<q>['\"]?)(?P<secret>[^\s'\"]{6,128})(?P=q)[ \t]*\r?$"
 )
-# Class (round 18): a client's method that logs in or sets credentials, given literals (Perl's `$ua->credentials('host',
+# Class (round 17, second): a client's method that logs in or sets credentials, given literals (Perl's `$ua->credentials('host',
 # 'realm', 'user', '…')`, Python's `smtp.login('user', '…')`, `HTTPBasicAuth('user', '…')`): the last literal.
 _LOGIN_CALL = re.compile(
     r"(?:->|\.|::|\b)(?:set_?)?(?i:credentials|basic_?auth|login|authenticate)\([ \t]*"
     r"(?:(['\"])[^'\"\n]{0,128}\1[ \t]*,[ \t]*){1,4}(?P<q>['\"])(?P<secret>[^'\"\n]{6,128})(?P=q)[ \t]*\)"
 )
 LOGIN_CALL_SIGNS = ("credentials(", "login(", "auth(", "authenticate(")
-# Class (round 18): a monitoring check's ping link, its key in the path (Healthchecks' `hc-ping.com/<uuid>` and a
+# Class (round 17, second): a monitoring check's ping link, its key in the path (Healthchecks' `hc-ping.com/<uuid>` and a
 # self-hosted `/ping/<uuid>`, a heartbeat's `/heartbeat/<token>`, Dead Man's Snitch's `nosnch.in/<token>`): whoever
 # holds it reports for the job.
 _PING_LINK = re.compile(
@@ -538,7 +538,7 @@ def _ping_key(match: re.Match[str]) -> bool:
     return UUID_FORM.fullmatch(value) is not None or looks_random(value)
 
 
-# Class (round 18): what a command creating a token prints as its value, a table's row (Proxmox's `pveum user token
+# Class (round 17, second): what a command creating a token prints as its value, a table's row (Proxmox's `pveum user token
 # add` box-drawn `│ value │ <secret> │`, a `| secret | … |` row), within a few lines after the command.
 _CREATED_TOKEN_ROW = re.compile(
     r"(?i:token[ \t]+(?:add|create))[^\n]*\n(?:[^\n]*\n){0,15}?[ \t]*[│┃|][ \t]*(?i:value|secret|token)[ \t]*[│┃|][ \t]*"
@@ -573,7 +573,7 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     # Round 14: the password glued to `-p` in quotes too (`mysql -uroot -p'…'`).
     _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
           r"[ \t]--password[ \t]+" + _VALUE),
-    # Round 18: MariaDB's own names for the same clients (`mariadb`, `mariadb-admin`, `mariadb-dump`).
+    # Round 17 (second): MariaDB's own names for the same clients (`mariadb`, `mariadb-admin`, `mariadb-dump`).
     _tool("mariadb", r"mariadb(?:-?(?:dump|admin|import|check|backup|upgrade))?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
           r"[ \t]--password[ \t]+" + _VALUE),
     # Round 16: the value quoted too (`redis-cli -a '…'`).
@@ -661,7 +661,7 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", form.pattern) for sign in ("alias set", "host add") for form in _MC_KEYS),
     _form("askpass", r"(?i:askpass)", _ASKPASS_ECHO.pattern),
     _form("rtsp", r"(?i:rtsps?://)", _STREAM_TOKEN.pattern, _random_segment),
-    # Round 18's command classes (see above each form).
+    # Round 17's second command classes (see above each form).
     *(_form(sign, re.escape(sign) + r"[ \t]", _SUBSTITUTED_FILE.pattern) for sign in ("<(echo", "<(printf", "<(cat")),
     *(_form(sign, r"(?i:" + sign + r")[ \t]", _STORE_PASS.pattern) for sign in ("storepass", "keypass")),
     *(_form(sign, r"(?i:" + sign + r")[ \t]", _USER_ADDED.pattern) for sign in ("kamctl", "opensipsctl", "rabbitmqctl")),
@@ -1714,7 +1714,7 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
             break
 
 
-# Class (round 18): a fixed-width table (a report's, SQL*Plus' or a CLI's listing: a header line of names, a rule of
+# Class (round 17, second): a fixed-width table (a report's, SQL*Plus' or a CLI's listing: a header line of names, a rule of
 # dash runs under them, then the rows): the cell under a credential column, cut where its run begins and the next
 # one begins (the row's fields one for one, when they are as many as the columns).
 _RULE_LINE = re.compile(r"(?m)^[ \t]*-{3,}(?:[ \t]+-{3,})+[ \t]*\r?$")
@@ -1833,7 +1833,7 @@ def _split_cells(line: str, delimiter: str, most: int = -1) -> list[str]:
 
 # Class (round 17): a cookie's value of words (a consent's `necessary%2Canalytics`, a language's `nb-NO`, `deleted`
 # that clears it) is a setting, no session.
-# Round 18: an encoded `=` or `&` joins a consent's words too (`analytics%3Dfalse%2Cads%3Dtrue`).
+# Round 17 (second): an encoded `=` or `&` joins a consent's words too (`analytics%3Dfalse%2Cads%3Dtrue`).
 _WORDS_COOKIE = re.compile(r"[A-Za-z]{1,20}(?:(?:[-_,.:|= ]|%2[Cc]|%20|%7[Cc]|%3[Dd]|%26)[A-Za-z]{1,20})*")
 
 

@@ -365,7 +365,7 @@ def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) 
         if learning and COOKIE_HEADER.match(text, match.end("name")) and normalise_key(match.group("name")).endswith("cookie"):
             continue  # round 17: a cookie header is learnt pair by pair (state.freetext's cookie rule), not whole
         if learning and text[match.start() - 1 : match.start()] == ":" and _IN_ARN.search(text, max(0, match.start() - 100), match.start()):
-            continue  # round 18: an ARN's resource type (`arn:aws:secretsmanager:…:secret:<name>`), no key
+            continue  # round 17 (second): an ARN's resource type (`arn:aws:secretsmanager:…:secret:<name>`), no key
         span = _value_span(text, match)
         if span is not None and learning and match.group("sep") == ":" and _prose_label(text, match.start(), span[0]):
             continue

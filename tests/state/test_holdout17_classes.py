@@ -1,4 +1,4 @@
-"""Round 18's detector classes (HOLDOUT17 spent), both ways, in shapes of their own (none copied from the corpus):
+"""Round 17's second detector classes (HOLDOUT17 spent), both ways, in shapes of their own (none copied from the corpus):
 tokens and command lines (a vendor's prefix before a token of syllables, a command written as an exec array,
 MariaDB's clients, a credential file given as a process substitution, Java's key store passwords, a SIP or XMPP
 server's tool adding a user, a client's login method given literals, a monitoring check's ping link, what a command
@@ -86,7 +86,7 @@ FOUND = {
 
 
 @pytest.mark.parametrize(("text", "values"), FOUND.values(), ids=FOUND.keys())
-def test_round_eighteen_classes_are_learnt_and_masked_alone_and_in_events(text, values):
+def test_round_seventeen_second_classes_are_learnt_and_masked_alone_and_in_events(text, values):
     learnt_and_masked(text, values, SENSITIVE)
 
 
@@ -134,7 +134,7 @@ NOT_FOUND = {
 
 
 @pytest.mark.parametrize("text", NOT_FOUND.values(), ids=NOT_FOUND.keys())
-def test_round_eighteen_look_alikes_teach_nothing(text):
+def test_round_seventeen_second_look_alikes_teach_nothing(text):
     assert {v for v in detect_secrets(text, SENSITIVE, fail_closed=True) if len(v) >= 6} == set()
 
 
