@@ -221,6 +221,8 @@ AWP_SNAPSHOT_EVERY = int(os.environ.get("AWP_SNAPSHOT_EVERY", "1000"))
 AWP_SENSITIVE_FIELDS = env_list(
     "AWP_SENSITIVE_FIELDS",
     "api_key,apikey,password,passwd,passphrase,pwd,pass,pw,pin,otp,totp,secret,token,authorization,auth,bearer,"
+    # Round 17 (second): password's other abbreviations (PeopleSoft's `UserPswd`, `ConnectPswd`; `psw`, `pword`).
+    "pswd,psw,pword,"
     "credential,credentials,private_key,secret_key,access_key,signing_key,session_key,master_key,encryption_key,"
     "cookie,session,sessionid,dsn,conn_str,connection_string,"
     # A site's secret salt (Drupal's hash_salt, WordPress's AUTH_SALT): only as a key's whole last word.

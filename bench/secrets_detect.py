@@ -148,8 +148,8 @@ def measure(name: str, detect: Detector, docs: list[Document], sensitive: frozen
 # HOLDOUT8 and HOLDOUT9 in round 10; HOLDOUT10 in round 11; HOLDOUT11, written blind in round 11, in round 12;
 # HOLDOUT12, written blind in round 12, in round 13; HOLDOUT13, written blind in round 13, in round 14; HOLDOUT14,
 # written blind in round 14, in round 15; HOLDOUT15, written blind in round 15, in round 16; HOLDOUT16, written
-# blind in round 16, in round 17). HOLDOUT17, written blind in round 17, is the blind part now.
-BLIND: tuple[str, ...] = ("HOLDOUT17",)
+# blind in round 16, in round 17; HOLDOUT17, written blind in round 17, in round 17).
+BLIND: tuple[str, ...] = ()
 
 
 def main() -> None:
@@ -171,7 +171,7 @@ def main() -> None:
     parser.add_argument("--holdout14", action="store_true", help="also print the HOLDOUT14 figures (written blind, round 14; spent in round 15)")
     parser.add_argument("--holdout15", action="store_true", help="also print the HOLDOUT15 figures (written blind, round 15; spent in round 16)")
     parser.add_argument("--holdout16", action="store_true", help="also print the HOLDOUT16 figures (written blind, round 16; spent in round 17)")
-    parser.add_argument("--holdout17", action="store_true", help="also print the HOLDOUT17 figures (written blind, round 17; figures only)")
+    parser.add_argument("--holdout17", action="store_true", help="also print the HOLDOUT17 figures (written blind, round 17; spent in round 17)")
     parser.add_argument("--missed", action="store_true", help="list the shapes a candidate missed (never for a part in BLIND: it stays blind)")
     args = parser.parse_args()
     sensitive = default_sensitive()

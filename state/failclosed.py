@@ -194,6 +194,9 @@ IDENTIFIER_WORDS = frozenset({
     # Round 17: a device's EUI (LoRaWAN's `dev_eui`, `join_eui`), a calendar entry's `UID`, a payment's reference
     # (`pspReference`), a vault named where a secret is kept (`Vault: Infra (<its id>)`).
     "eui", "uid", "reference", "vault",
+    # Round 17 (second): an authorization request's public parameters (OAuth's `state`, PKCE's `code_challenge`, the
+    # `redirect_uri`): what the browser carries in the open; the verifier and the code stay credentials.
+    "state", "challenge", "redirect",
 })  # fmt: skip
 # Words that label bytes of a file or a picture (a long base64 value after them is content, not a key).
 # Round 12: ciphertext under its own name (a payment notification's `"ciphertext": …`) is content only its key opens.
@@ -253,6 +256,7 @@ def _label(text: str, start: int, sensitive: frozenset[str]) -> str | None:
     return None
 
 
+_RULE_AFTER = re.compile(r"(?:[ \t]*,[ \t]*[.#][\w-]+)*[ \t]*\{")
 # A Matrix room's id (`!<opaque>:matrix.org`): an identifier its server names, as an event's `$…` is.
 _MATRIX_ROOM = re.compile(r"![A-Za-z0-9]{8,64}:[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
 _PUBLIC_LABEL = re.compile(r"""(?i)\bpub(?:lic)?[-_ ]?key["']?[ \t]*[:=][ \t]*["']?$""")
@@ -326,10 +330,17 @@ def _random(value: str) -> bool:
 _DIGIT_RUN = re.compile(r"\d+")
 
 
+# Round 17 (second): a vendor's short prefix before the body (`hcaik_…`, `xkt-…`) is no separator inside it.
+_VENDOR_PREFIX = re.compile(r"[a-z]{2,8}[_-](?=[a-z0-9]{24})")
+
+
 def _scattered(value: str) -> bool:
     """Digits scattered through letters, five runs of them or more, no separator: no word or identifier is written
-    so (`gxgra11k0x6j8gmsah6j1mcm9v`, a Mattermost token, whose letter runs read like syllables)."""
-    return len(_DIGIT_RUN.findall(value)) >= 5 and not any(char in value for char in "_-.")
+    so (`gxgra11k0x6j8gmsah6j1mcm9v`, a Mattermost token, whose letter runs read like syllables); after a vendor's
+    short prefix too (round 17 (second): `abcd_<body>`)."""
+    prefix = _VENDOR_PREFIX.match(value)
+    body = value[prefix.end() :] if prefix is not None else value
+    return len(_DIGIT_RUN.findall(body)) >= 5 and not any(char in body for char in "_-.")
 
 
 def _ip_address(value: str) -> bool:
@@ -412,6 +423,8 @@ def _harmless(text: str, start: int, end: int, sensitive: frozenset[str]) -> boo
         return True
     if value.startswith("!") and _MATRIX_ROOM.match(text, start):
         return True
+    if value[:1] in ".#" and _RULE_AFTER.match(text, end):
+        return True  # round 17 (second): a style sheet's selector (a CSS module's hashed class name `.card_<hash> {`)
     if "-Signature:" in text or "-Seal:" in text or "-signature:" in text:
         if _in_mail_signature(text, token_start):
             return True
@@ -698,6 +711,11 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
         return True
     if _ALGORITHM_NAME.fullmatch(value) or _COMMAND_LINE.search(value) or _COMMENT.match(value) or _jwt_header(value):
         return True  # round 17: what a value is computed or hashed with, a command, a comment after an empty value
+    if _PASSWORD_MANAGER.fullmatch(value) or _DIGEST_NAMED.fullmatch(value):
+        return True  # round 17 (second): where a secret is kept, a name holding its content's digest
+    scheme = _SCHEME.match(value)
+    if scheme is not None and (_PLACEHOLDER.match(rest := value[scheme.end() :]) or _REFERENCE.match(rest)):
+        return True  # round 17 (second): an authorization's scheme before a reference (`Bearer ${{ secrets.X }}`)
     return bool(_PLACEHOLDER.match(value) or _HASH_FORMS.match(value) and not value.startswith(("$", "sha1$", "md5$")))
 
 
@@ -705,14 +723,19 @@ def harmless_value(value: str, sensitive: frozenset[str] = frozenset()) -> bool:
 # dotted import path to a class (`django.contrib.auth.hashers.Argon2PasswordHasher`), a scrubbing rule's `@name`
 # (Sentry's `@password`); round 15: or public by design.
 _PUBLIC_FORM = re.compile(
-    r"(?:rsa|dsa|elg|ed|cv|nistp|brainpoolP)\d{3,5}(?:r1)?/[0-9A-F]{8,16}"
+    r"(?:rsa|dsa|elg|ed|cv|nistp|brainpoolP)\d{3,5}(?:r1)?/(?:[0-9A-F]{8,16}|[0-9a-f]{8,16})"  # round 17 (second): either case
     r"|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*){2,}\.[A-Z][a-z]+(?:[A-Z0-9][a-z0-9]*)+"
     r"|@[a-z]+(?:[_:][a-z]+)*"
     # Round 15: an error tracker's DSN with its public key alone (Sentry's `https://<32 hex>@o1.ingest.sentry.io/42`, set
     # in a browser's code by design); a DSN with `:secret@` still holds a secret.
     r"|https?://[0-9a-f]{32}@[\w.-]+(?::\d+)?/\d+"
+    # Round 17 (second): a .NET type's name where a value would be (PowerShell shows a SecureString's as `System.Security.SecureString`).
+    r"|(?:System|Microsoft)(?:\.[A-Z][A-Za-z0-9]+)+"
     # Round 16: an age recipient (`age1…`, bech32): the public half, what sops and age encrypt to.
     r"|age1[02-9ac-hj-np-z]{50,70}|age1[0-9a-z]{58}"
+    # Round 17 (second): a wallet's public side: an extended public key (BIP-32's `xpub…`, `ypub`, `zpub`, testnet's `tpub`,
+    # `upub`, `vpub`; a private one is `xprv`) and a bech32 address (`bc1…`, `tb1…`, `ltc1…`): what is shared to be paid.
+    r"|[xyztuvYZUV]pub[0-9A-Za-z]{100,112}|(?:bc|tb|bcrt|ltc|tltc)1[02-9ac-hj-np-z]{25,87}"
 )
 
 
@@ -735,6 +758,8 @@ _REFERENCE = re.compile(
     | os\.environ/[A-Za-z_]\w*$ | \$__(?:env|file|vault)\{[^{}\n]+\}$                     # round 15: LiteLLM's and Grafana's references
     | @Microsoft\.(?:KeyVault|AppConfiguration)\([^()\n]+\)$                                # round 16: Azure's app settings' references
     | (?:ENV|os\.environ|\$_ENV|\$_SERVER)\[[^\]\n]+\][;,]?$ | (?:System\.getenv|Environment\.GetEnvironmentVariable|getenv)\([^()\n]+\)[;,]?$
+    | (?:std::)?env::var(?:_os)?\b.*$ | (?:ENV|System)\.(?:fetch|get_env|fetch_env)!?(?:\(.*)?$                 # round 17 (second): Rust's, Ruby's, Elixir's
+    | (?:op|ref\+[a-z0-9]+|akv|gcpsm|awssm|sm|bws|infisical|doppler)://[^\n]+$              # round 17 (second): a secret manager's reference
     | ![a-z][A-Za-z_-]*(?:[ \t]+[|>][-+]?|[ \t]+[\w.\-]+)?$                               # a YAML tag, a word (`!vault |`, `!secret db_pw`; not `!a2222…`)
     | (?:Read|Get|New|Import|Invoke|ConvertFrom|Select|Unprotect)-[A-Z]\w+(?:[ \t].*)?$       # a PowerShell cmdlet computes it (`Read-Host -AsSecureString`)
     | <set\ to\ the\ key\ '[^'\n]*'\ (?:of|in)\ secret\ '[^'\n]*'>.*                   # round 17: kubectl describe's env from a Secret
@@ -780,6 +805,8 @@ _SEALED = re.compile(
     r"|Ag[A-Za-z0-9+/]{300}|\{[A-Za-z0-9+/]{22,}={0,2}\}$"
     r"|[A-Za-z0-9+/]{16,}={0,2}--[A-Za-z0-9+/]{12,}={0,2}--[A-Za-z0-9+/]{12,}={0,2}$"
     r"|\d\.[A-Za-z0-9+/]{16,}={0,2}\|[A-Za-z0-9+/]{16,}={0,2}(?:\|[A-Za-z0-9+/]{16,}={0,2})?$"
+    # Round 17 (second): a cloud KMS's ciphertext blob (AWS KMS's `AQICAH…`, `AQIBAH…`, `AQEDAH…`: its version and format bytes).
+    r"|AQ[EI][BCD]AH[A-Za-z0-9+/]{60,}={0,2}$"
 )
 # Class (round 12): a password's hash in the whole shape of its crypt(3) scheme (bcrypt, md5-crypt, sha-crypt,
 # yescrypt, argon2), whatever key holds it (AdGuard's `users: - password: $2y$10$…`): no typed password has it.
@@ -794,6 +821,10 @@ _CRYPT_HASH = re.compile(
     r"|\$7\$\d{1,7}\$[A-Za-z0-9+/]{12,24}={0,2}\$[A-Za-z0-9+/]{40,}={0,2}"
     # Round 17: Redis' ACL rule for a password given by its SHA-256 (`#<64 hex>`, what `ACL LIST` prints).
     r"|#[0-9a-f]{64}"
+    # Round 17 (second): any PHC string (`$<id>[$v=<n>][$<param>=<value>,…]$<salt>$<hash>`), its base64 padded too (Authelia's
+    # `$argon2id$…$…==$…=`, passlib's `$pbkdf2-sha256$…`).
+    r"|\$[a-z][a-z0-9-]{1,31}(?:\$v=\d+)?(?:\$[a-z0-9-]{1,16}=[\w/+.-]+(?:,[a-z0-9-]{1,16}=[\w/+.-]+)*)?"
+    r"\$[A-Za-z0-9+/.]{8,}={0,2}\$[A-Za-z0-9+/.]{16,}={0,2}"
 )
 # A setting's value, not a secret: a registry type (`dword:00000005`), a word assigned to a word (`mode=dynamic-keys`),
 # a list item naming a variable (`- DB_PASSWORD`).
@@ -816,8 +847,9 @@ _ALGORITHM_NAME = re.compile(
     r"(?i)base(?:16|32|58|64)(?:url)?|bcrypt|scrypt|yescrypt|argon2(?:id|i|d)?|pbkdf2(?:[-_]sha\d+)?|sha-?(?:1|224|256|384|512)|md5"
 )
 # Class (round 17): a command line, not a value: a shell's `&&`, `||` or pipe between words (`VAULT_TOKEN && export
-# VAULT_TOKEN`), a history's line (`  311  vault login …`), words then a long option (`op item get … --reveal`).
-_COMMAND_LINE = re.compile(r"\S[ \t]+(?:&&|\|\||\|)[ \t]+\S|^[ \t]*\d{1,6}[ \t]{2}[a-z]|^[a-z][\w.-]*(?:[ \t]+[^\s-]\S*)+[ \t]+--[a-z][\w-]+(?:[= \t]|$)")
+# VAULT_TOKEN`), a history's line (`  311  vault login …`), words then a long option (`op item get … --reveal`);
+# round 17 (second): a variable's name then `;` and the next command (`read -s -p "Password: " PW; echo`).
+_COMMAND_LINE = re.compile(r"\S[ \t]+(?:&&|\|\||\|)[ \t]+\S|^[ \t]*[A-Za-z_]\w*;[ \t]+[a-z][\w-]*(?:[ \t]|$)|^[ \t]*\d{1,6}[ \t]{2}[a-z]|^[a-z][\w.-]*(?:[ \t]+[^\s-]\S*)+[ \t]+--[a-z][\w-]+(?:[= \t]|$)")
 # Class (round 17): a JWT's header alone (a token written `eyJ….<claims>.<signature>` in a document, cut at its `.`):
 # it names the algorithm and the key, public in every token signed.
 _JWT_HEADER_MEMBERS = frozenset({"alg", "typ", "kid", "cty", "x5t", "jku", "enc", "zip", "crit", "b64"})
@@ -833,6 +865,14 @@ def _jwt_header(value: str) -> bool:
     return isinstance(header, dict) and bool(header) and set(header) <= _JWT_HEADER_MEMBERS
 
 
+# Class (round 17, second): a password manager's name where a value would be (`1Password "Infra"`), in any language.
+_PASSWORD_MANAGER = re.compile(r"(?i)1password|bitwarden|vaultwarden|keepass(?:xc|dx)?|lastpass|dashlane")
+# Class (round 17, second): a name that ends in its content's digest (a CI cache's `deps-v3-linux-<sha256>`, an artifact's
+# `node-modules-lock-<sha1>`): three words or more joined by dashes, then a whole SHA-1 or SHA-256 in hex (a vendor's
+# prefix is shorter or joined by `_`: DigitalOcean's `dop_v1_<64 hex>` is a token).
+_DIGEST_NAMED = re.compile(r"[a-z][a-z0-9]{2,}(?:-[a-z0-9]+){2,6}-(?:[0-9a-f]{40}|[0-9a-f]{64})")
+# An authorization's scheme before its value (`Bearer …`, `Basic …`, `Token …`, `Bot …`).
+_SCHEME = re.compile(r"(?i)(?:bearer|basic|token|bot)[ \t]+")
 # Class (round 17): an empty value and the comment after it (`OPENAI_API_KEY=    # https://…/api-keys`).
 _COMMENT = re.compile(r"(?:#|//)[ \t]")
 # One case, letters and separators only: a name (`db-password`, `SECRET_KEY`), not a password (`MyPassw0rd`).

@@ -15,6 +15,7 @@ credential costs one regex pass.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import string
@@ -57,14 +58,18 @@ _COPULA = (r"(?:is|was|are|=|ist|lautet|war|es|est|este|je|é|è|är|er|wordt|je
     r"|(?:(?<=odpas )|(?<=odpas ou )|(?<=odpas mwen )|(?<=odpas li )|(?<=odpas nou ))se)")
 # Round 15: Polish says `is` with `to` (`hasło do konta to …`), a copula only after Polish's word (`_polish_to`): in
 # English `password to the server` is no copula.
-_COPULA_JOIN = _COPULA[:-1] + "|to)"
-_POLISH_TO = re.compile(r"[ \t]to(?:[ \t]*:)?[ \t]+\Z")
-_POLISH_NAMES = ("hasło", "haslo", "hasła", "hasla")
+# Round 17 (second): Romanian's spoken `e` (`parola pentru contul de test e …`), a copula only after Romanian's word: in
+# Italian and Portuguese `e` is `and`.
+_COPULA_JOIN = _COPULA[:-1] + "|to|e)"
+_OWN_COPULA = re.compile(r"[ \t](?P<word>to|e)(?:[ \t]*:)?[ \t]+\Z")
+_OWN_COPULA_NAMES = {"to": ("hasło", "haslo", "hasła", "hasla"), "e": ("parola", "parolă", "parolei", "parolele")}
 
 
 def _polish_to(text: str, name_start: int, name_end: int, join: re.Match[str]) -> bool:
-    """Whether a join that ends in `to` follows Polish's word for password (then it says `is`)."""
-    return _POLISH_TO.search(join.group()) is None or text[name_start:name_end].rstrip("\"'`*_]}").lower() in _POLISH_NAMES
+    """Whether a join that ends in a language's own copula (Polish's `to`, Romanian's `e`) follows that language's
+    word for password (then it says `is`)."""
+    own = _OWN_COPULA.search(join.group())
+    return own is None or text[name_start:name_end].rstrip("\"'`*_]}").lower() in _OWN_COPULA_NAMES[own.group("word")]
 
 
 # What may stand between a sensitive name and its value (the name's closing decoration already skipped).
@@ -381,17 +386,36 @@ _CAT_ONE = re.compile(r"(?m)(?<![\w-])cat[ \t]+[\"']?(?P<path>[^\s'\";|&<>]{1,20
 _PRINTED_LINE = re.compile(r"[ \t]*(?P<line>[^\s$#>][^\n]{0,127}?)[ \t]*\r?(?:\n|\Z)")
 
 
+# Round 17 (second): a password flag given a file's path (geth's `--password /etc/geth/pw.txt`), and a file named for a login
+# (OpenVPN's `corp.auth`, `creds.txt`, `passphrase.txt`): where a credential is kept too.
+_FLAG_GIVEN_FILE = re.compile(r"(?i:(?<![\w-])--?pass(?:word)?)(?:[ \t]+|=)[\"']?(?P<path>(?:/|~/|\./)[^\s'\";|&]{1,200})")
+_LOGIN_FILE_NAME = re.compile(r"(?i)[\w.-]+\.(?:auth|creds?|passphrase)|(?:auth|creds?|credentials|login|passphrase)\.txt")
+_SPACED_WORDS = re.compile(r"[A-Za-z]{2,12}\d{0,4}(?: [A-Za-z]{2,12}\d{0,4}){2,7}")
+
+
+def _file_named_for_credential(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return bool(_CREDENTIAL_FILE_NAME.search(name) or _LOGIN_FILE_NAME.fullmatch(name))
+
+
+def _passphrase_line(line: str) -> bool:
+    """Three to eight words a space apart, none of prose, a digit or a capital among them (`lichen Orbit wax7`)."""
+    return bool(_SPACED_WORDS.fullmatch(line)) and not _PROSE.intersection(line.lower().split()) and line != line.lower()
+
+
 def _credential_file_spans(text: str) -> Iterator[tuple[int, int]]:
     named = {match.group("path") for match in _FILE_DIRECTIVE.finditer(text)} if "cat " in text else set()
+    if "cat " in text and "pass" in text.lower():
+        named |= {match.group("path") for match in _FLAG_GIVEN_FILE.finditer(text)}
     for written in _WRITTEN.finditer(text) if "echo " in text or "printf " in text else ():
         path = written.group("path")
         value = written.group("secret")
         if (path in named or _CREDENTIAL_FILE_NAME.search(path.rsplit("/", 1)[-1])) and is_maskable(value) and not FILE_NAME.fullmatch(value):
             yield written.span("secret")
-    if not named:
+    if "cat " not in text:
         return
     for cat in _CAT_ONE.finditer(text):
-        if cat.group("path") not in named:
+        if cat.group("path") not in named and not _file_named_for_credential(cat.group("path")):
             continue
         at, lines = cat.end(), []
         for _ in range(3):  # a third line: no credential file of that kind
@@ -402,7 +426,7 @@ def _credential_file_spans(text: str) -> Iterator[tuple[int, int]]:
             at = line.end()
         last = text[lines[-1][0] : lines[-1][1]] if lines else ""
         # One or two lines (the password; a user then the password), no `user:hash` lines of a password file.
-        if 1 <= len(lines) <= 2 and not any(char in last for char in " :$") and is_maskable(last):
+        if 1 <= len(lines) <= 2 and (not any(char in last for char in " :$") or _passphrase_line(last)) and is_maskable(last):
             yield lines[-1]
 
 
@@ -424,6 +448,25 @@ def _cat_files_spans(text: str) -> Iterator[tuple[int, int]]:
         for name, line in zip(files, lines, strict=True):
             if _CREDENTIAL_FILE_NAME.match(name) and _read_secret(line):
                 yield line.span("secret")
+
+
+# Class (round 17, second): a command written as an exec array (Docker's `CMD` and `healthcheck: test: [...]`, Kubernetes'
+# `command:`, a subprocess' list): read by the command forms as the line it runs (`["mariadb-admin", "ping", "-p…"]`).
+_EXEC_ARRAY = re.compile(r"""\[[ \t]*(["'])[\w./-]{1,64}\1(?:[ \t]*,[ \t]*(["'])[^"'\n\]]{0,256}\2){2,63}[ \t]*\]""")
+_ELEMENT = re.compile(r"""(["'])([^"'\n]*)\1""")
+
+
+def _exec_array_spans(text: str) -> Iterator[tuple[int, int]]:
+    for array in _EXEC_ARRAY.finditer(text):
+        elements = [(array.start() + m.start(2), m.group(2)) for m in _ELEMENT.finditer(array.group())]
+        line = " ".join(element for _, element in elements)
+        if " -" not in line:
+            continue
+        offsets = list(itertools.accumulate((len(element) + 1 for _, element in elements), initial=0))
+        for start, end in _cli_spans(line):
+            k = bisect.bisect_right(offsets, start) - 1
+            if 0 <= k < len(elements) and end <= offsets[k] + len(elements[k][1]):
+                yield elements[k][0] + start - offsets[k], elements[k][0] + end - offsets[k]
 
 
 def _has_digit(match: re.Match[str]) -> bool:
@@ -451,6 +494,58 @@ _SNMP_USER = (
     re.compile(r"(?im)^[ \t]*createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-\d{3})?)[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]+"
                r"(?:DES|AES(?:-?\d{3}C?)?)[ \t]+(?P<q>[\"']?)(?P<secret>(?(q)[^\"'\n]{6,128}|[^\s\"']{6,128}))(?P=q)"),
 )
+# Class (round 17, second): a credential file given as a process substitution (`--password-file=<(echo '…')`, `--passfile
+# <(printf %s …)`): what it echoes.
+_SUBSTITUTED_FILE = re.compile(
+    r"(?i:pass(?:word|phrase)?|secret|token|key|cred(?:ential)?s?)[\w-]{0,20}(?:[ \t]*=[ \t]*|[ \t]+)<\([ \t]*"
+    r"(?:echo(?:[ \t]+-[nE]{1,2})?|printf(?:[ \t]+['\"]%s(?:\\n)?['\"])?|cat[ \t]+<<<)[ \t]+(?P<q>['\"]?)(?P<secret>[^\s'\"()$`]{6,256})(?P=q)[ \t]*\)"
+)
+# Class (round 17, second): Java's key store passwords (keytool's and jarsigner's `-storepass`, `-keypass`, `-srcstorepass`,
+# `-deststorepass`, `-srckeypass`, `-destkeypass`; not `-storepass:env NAME` or `:file`, which name where it is).
+_STORE_PASS = re.compile(
+    r"(?<![\w-])-(?:src|dest)?(?:store|key)pass[ \t]+(?P<q>['\"]?)(?P<secret>(?(q)[^'\"\n]{1,128}|[^\s'\"$-][^\s'\"]{0,127}))(?P=q)(?=\s|\Z)"
+)
+# Class (round 17, second): a SIP or XMPP server's control tool adding a user or setting a password, the password the last
+# argument (`kamctl add <user> <password>`, `opensipsctl passwd …`, `ejabberdctl register <user> <host> <password>`,
+# `prosodyctl register …`, `rabbitmqctl add_user <user> <password>`).
+_USER_ADDED = re.compile(
+    r"(?m)(?<![\w-])(?:(?:kamctl|opensipsctl)[ \t]+(?:add|passwd)|rabbitmqctl[ \t]+(?:add_user|change_password))[ \t]+\S+[ \t]+"
+    r"(?P<q>['\"]?)(?P<secret>[^\s'\"]{6,128})(?P=q)[ \t]*\r?$"
+)
+_USER_AT_HOST_ADDED = re.compile(
+    r"(?m)(?<![\w-])(?:ejabberdctl|prosodyctl)[ \t]+(?:register|change_password|passwd)[ \t]+\S+[ \t]+\S+[ \t]+"
+    r"(?P<q>['\"]?)(?P<secret>[^\s'\"]{6,128})(?P=q)[ \t]*\r?$"
+)
+# Class (round 17, second): a client's method that logs in or sets credentials, given literals (Perl's `$ua->credentials('host',
+# 'realm', 'user', '…')`, Python's `smtp.login('user', '…')`, `HTTPBasicAuth('user', '…')`): the last literal.
+_LOGIN_CALL = re.compile(
+    r"(?:->|\.|::|\b)(?:set_?)?(?i:credentials|basic_?auth|login|authenticate)\([ \t]*"
+    r"(?:(['\"])[^'\"\n]{0,128}\1[ \t]*,[ \t]*){1,4}(?P<q>['\"])(?P<secret>[^'\"\n]{6,128})(?P=q)[ \t]*\)"
+)
+LOGIN_CALL_SIGNS = ("credentials(", "login(", "auth(", "authenticate(")
+# Class (round 17, second): a monitoring check's ping link, its key in the path (Healthchecks' `hc-ping.com/<uuid>` and a
+# self-hosted `/ping/<uuid>`, a heartbeat's `/heartbeat/<token>`, Dead Man's Snitch's `nosnch.in/<token>`): whoever
+# holds it reports for the job.
+_PING_LINK = re.compile(
+    r"://(?:(?i:hc-ping\.com|hchk\.io|nosnch\.in)|[^\s/'\"<>]+/(?:[^\s/'\"<>?#]+/){0,4}?(?i:ping|heartbeats?))/"
+    r"(?P<secret>[A-Za-z0-9_-]{16,64})(?=[/?#\s'\"]|\Z)"
+)
+PING_SIGNS = ("hc-ping.", "hchk.io/", "nosnch.in/", "/ping/", "/heartbeat/", "/heartbeats/")
+
+
+def _ping_key(match: re.Match[str]) -> bool:
+    value = match.group("secret")
+    return UUID_FORM.fullmatch(value) is not None or looks_random(value)
+
+
+# Class (round 17, second): what a command creating a token prints as its value, a table's row (Proxmox's `pveum user token
+# add` box-drawn `│ value │ <secret> │`, a `| secret | … |` row), within a few lines after the command.
+_CREATED_TOKEN_ROW = re.compile(
+    r"(?i:token[ \t]+(?:add|create))[^\n]*\n(?:[^\n]*\n){0,15}?[ \t]*[│┃|][ \t]*(?i:value|secret|token)[ \t]*[│┃|][ \t]*"
+    r"(?P<secret>[^\s│┃|]{8,128})[ \t]*[│┃|]"
+)
+
+
 # Class (round 17): MinIO's client given an alias's keys (`mc alias set <name> <url> <access key> <secret key>`, the
 # older `mc config host add …`): the third and the fourth argument.
 _MC_ALIAS = r"(?<![\w-])mc(?:li)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+"
@@ -477,6 +572,9 @@ def _random_segment(match: re.Match[str]) -> bool:
 COMMANDS: tuple[CredentialCommand, ...] = (
     # Round 14: the password glued to `-p` in quotes too (`mysql -uroot -p'…'`).
     _tool("mysql", r"mysql(?:dump|admin|import|sh)?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
+          r"[ \t]--password[ \t]+" + _VALUE),
+    # Round 17 (second): MariaDB's own names for the same clients (`mariadb`, `mariadb-admin`, `mariadb-dump`).
+    _tool("mariadb", r"mariadb(?:-?(?:dump|admin|import|check|backup|upgrade))?", r"""[ \t]-p(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))""",
           r"[ \t]--password[ \t]+" + _VALUE),
     # Round 16: the value quoted too (`redis-cli -a '…'`).
     _tool("redis-cli", r"redis-cli", r"""[ \t]-[ap][ \t]*(?P<q>['"])?(?P<secret>(?(q)[^'"\n]+|[^\s'"-][^\s'"]*))(?(q)(?P=q))"""),
@@ -563,6 +661,14 @@ COMMANDS: tuple[CredentialCommand, ...] = (
     *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]", form.pattern) for sign in ("alias set", "host add") for form in _MC_KEYS),
     _form("askpass", r"(?i:askpass)", _ASKPASS_ECHO.pattern),
     _form("rtsp", r"(?i:rtsps?://)", _STREAM_TOKEN.pattern, _random_segment),
+    # Round 17's second command classes (see above each form).
+    *(_form(sign, re.escape(sign) + r"[ \t]", _SUBSTITUTED_FILE.pattern) for sign in ("<(echo", "<(printf", "<(cat")),
+    *(_form(sign, r"(?i:" + sign + r")[ \t]", _STORE_PASS.pattern) for sign in ("storepass", "keypass")),
+    *(_form(sign, r"(?i:" + sign + r")[ \t]", _USER_ADDED.pattern) for sign in ("kamctl", "opensipsctl", "rabbitmqctl")),
+    *(_form(sign, r"(?i:" + sign + r")[ \t]", _USER_AT_HOST_ADDED.pattern) for sign in ("ejabberdctl", "prosodyctl")),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")[ \t]*['\"]", _LOGIN_CALL.pattern, _shaped_or_digit) for sign in LOGIN_CALL_SIGNS),
+    *(_form(sign, r"(?i:" + re.escape(sign) + r")", _PING_LINK.pattern, _ping_key) for sign in PING_SIGNS),
+    *(_form(sign, r"(?i:" + sign + r")", _CREATED_TOKEN_ROW.pattern, _ping_key) for sign in ("token add", "token create")),
 )  # fmt: skip
 # Class (round 16): the lines of a file named for secrets (davfs2's `secrets`, ppp's `chap-secrets`, `ipsec.secrets`,
 # rsyncd's `rsyncd.secrets`), under its name in a comment or a `cat`: each line's last quoted field, or the password
@@ -1447,6 +1553,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
                 break
     yield from _cookie_spans(text)
     yield from _column_spans(text, sensitive)
+    if "---" in text:
+        yield from _fixed_width_spans(text, sensitive)
     if "cat " in text:
         yield from _cat_files_spans(text)
     if "cat " in text or "echo " in text or "printf " in text:
@@ -1461,6 +1569,8 @@ def value_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int
         yield from _bar_table_spans(text, sensitive)
     yield from _listed_spans(text, sensitive)
     yield from _cli_spans(text)  # each command's sign looked for once
+    if '", "' in text or "', '" in text or '","' in text:
+        yield from _exec_array_spans(text)
     yield from _typed_into_spans(text, sensitive)
     yield from _login_clause_spans(text)
     if "env" in text or "ENV" in text:
@@ -1604,6 +1714,48 @@ def _column_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, i
             break
 
 
+# Class (round 17, second): a fixed-width table (a report's, SQL*Plus' or a CLI's listing: a header line of names, a rule of
+# dash runs under them, then the rows): the cell under a credential column, cut where its run begins and the next
+# one begins (the row's fields one for one, when they are as many as the columns).
+_RULE_LINE = re.compile(r"(?m)^[ \t]*-{3,}(?:[ \t]+-{3,})+[ \t]*\r?$")
+_DASH_RUN = re.compile(r"-{3,}")
+_FIELDS = re.compile(r"\S+")
+
+
+def _fixed_width_spans(text: str, sensitive: frozenset[str]) -> Iterator[tuple[int, int]]:
+    for rule in _RULE_LINE.finditer(text):
+        header_end = rule.start() - 1
+        header_start = text.rfind("\n", 0, max(0, header_end)) + 1
+        if header_end <= header_start:
+            continue
+        runs = [(m.start() - rule.start(), m.end() - rule.start()) for m in _DASH_RUN.finditer(rule.group())]
+        header = text[header_start:header_end]
+        names = [header[a : runs[k + 1][0] if k + 1 < len(runs) else len(header)].strip() for k, (a, _) in enumerate(runs)]
+        columns = [k for k, name in enumerate(names) if name and is_sensitive(name, sensitive) and not names_a_hash(name)]
+        if not columns:
+            continue
+        at = rule.end() + 1
+        while at < len(text):
+            line_end = text.find("\n", at)
+            line_end = len(text) if line_end == -1 else line_end
+            row = text[at:line_end].rstrip("\r")
+            if not row.strip() or _RULE_LINE.match(row):
+                break
+            fields = list(_FIELDS.finditer(row))
+            for k in columns:
+                if len(fields) == len(runs):
+                    begin, end = at + fields[k].start(), at + fields[k].end()
+                else:
+                    cut = row[runs[k][0] : runs[k + 1][0] if k + 1 < len(runs) else len(row)]
+                    if not cut.strip() or " " in cut.strip():
+                        continue
+                    begin = at + runs[k][0] + cut.index(cut.strip())
+                    end = begin + len(cut.strip())
+                if is_maskable(text[begin:end]):
+                    yield begin, end
+            at = line_end + 1
+
+
 # Class (round 15): an SQL dump's rows under a credential column (`INSERT INTO users (id, login, pass) VALUES
 # (1,'ana','…'),(2,'bo','…');`): each row's string literal at that column's place.
 _INSERT = re.compile(
@@ -1681,7 +1833,8 @@ def _split_cells(line: str, delimiter: str, most: int = -1) -> list[str]:
 
 # Class (round 17): a cookie's value of words (a consent's `necessary%2Canalytics`, a language's `nb-NO`, `deleted`
 # that clears it) is a setting, no session.
-_WORDS_COOKIE = re.compile(r"[A-Za-z]{1,20}(?:(?:[-_,.:| ]|%2[Cc]|%20|%7[Cc])[A-Za-z]{1,20})*")
+# Round 17 (second): an encoded `=` or `&` joins a consent's words too (`analytics%3Dfalse%2Cads%3Dtrue`).
+_WORDS_COOKIE = re.compile(r"[A-Za-z]{1,20}(?:(?:[-_,.:|= ]|%2[Cc]|%20|%7[Cc]|%3[Dd]|%26)[A-Za-z]{1,20})*")
 
 
 # Class (round 17): a cookie jar in Netscape's format (curl's `-c`, a browser's export): seven fields a line, the value

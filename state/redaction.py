@@ -365,12 +365,17 @@ def _key_spans(text: str, sensitive: frozenset[str], *, learning: bool = False) 
             continue
         if learning and COOKIE_HEADER.match(text, match.end("name")) and normalise_key(match.group("name")).endswith("cookie"):
             continue  # round 17: a cookie header is learnt pair by pair (state.freetext's cookie rule), not whole
+        if learning and text[match.start() - 1 : match.start()] == ":" and _IN_ARN.search(text, max(0, match.start() - 100), match.start()):
+            continue  # round 17 (second): an ARN's resource type (`arn:aws:secretsmanager:…:secret:<name>`), no key
         span = _value_span(text, match)
         if span is not None and learning and match.group("sep") == ":" and _prose_label(text, match.start(), span[0]):
             continue
         if span is not None:
             masked_to = span[1]
             yield span
+
+
+_IN_ARN = re.compile(r"arn:aws[\w-]*:[\w-]+:[\w-]*:\d*:\Z")
 
 
 # Class (round 13): a name ending a line of prose (`Currently stored credentials:`, then a tool's listing of targets

@@ -22,9 +22,9 @@ classes) and `holdout14` (a fourteenth, written in round 14 by an author who rea
 figures are printed, its misses never listed) and `holdout15` (a fifteenth, written in round 15 by an author who read
 no detector file; kept blind in round 15, read in round 16 to find that round's classes) and `holdout16` (a sixteenth, written in
 round 16 by an author who read no detector file; kept blind in round 16, read in round 17 to find that round's classes)
-and `holdout17` (a seventeenth, written in round 17 by an author who read no detector file; kept blind: its figures
-are printed, its misses never listed) and `holdout18` (an eighteenth, written in round 17 by an author who read no
-detector file; kept blind: its figures are printed, its misses never listed).
+and `holdout17` (a seventeenth, written in round 17 by an author who read no detector file; read blind, then read in
+round 17 to find that round's second classes) and `holdout18` (an eighteenth, written in round 17 by an author who
+read no detector file; kept blind: its figures are printed, its misses never listed).
 """
 
 from __future__ import annotations
