@@ -44,6 +44,7 @@ from tests.corpus.secrets.holdout14 import generate as holdout14  # noqa: E402
 from tests.corpus.secrets.holdout15 import generate as holdout15  # noqa: E402
 from tests.corpus.secrets.holdout16 import generate as holdout16  # noqa: E402
 from tests.corpus.secrets.holdout17 import generate as holdout17  # noqa: E402
+from tests.corpus.secrets.holdout18 import generate as holdout18  # noqa: E402
 from tests.corpus.secrets.tune import generate as tune  # noqa: E402
 
 Detector = Callable[[str], set[str]]
@@ -148,8 +149,9 @@ def measure(name: str, detect: Detector, docs: list[Document], sensitive: frozen
 # HOLDOUT8 and HOLDOUT9 in round 10; HOLDOUT10 in round 11; HOLDOUT11, written blind in round 11, in round 12;
 # HOLDOUT12, written blind in round 12, in round 13; HOLDOUT13, written blind in round 13, in round 14; HOLDOUT14,
 # written blind in round 14, in round 15; HOLDOUT15, written blind in round 15, in round 16; HOLDOUT16, written
-# blind in round 16, in round 17; HOLDOUT17, written blind in round 17, in round 17).
-BLIND: tuple[str, ...] = ()
+# blind in round 16, in round 17; HOLDOUT17, written blind in round 17, in round 17). HOLDOUT18, written blind in
+# round 17, is the blind part now.
+BLIND: tuple[str, ...] = ("HOLDOUT18",)
 
 
 def main() -> None:
@@ -172,6 +174,7 @@ def main() -> None:
     parser.add_argument("--holdout15", action="store_true", help="also print the HOLDOUT15 figures (written blind, round 15; spent in round 16)")
     parser.add_argument("--holdout16", action="store_true", help="also print the HOLDOUT16 figures (written blind, round 16; spent in round 17)")
     parser.add_argument("--holdout17", action="store_true", help="also print the HOLDOUT17 figures (written blind, round 17; spent in round 17)")
+    parser.add_argument("--holdout18", action="store_true", help="also print the HOLDOUT18 figures (written blind, round 17; figures only)")
     parser.add_argument("--missed", action="store_true", help="list the shapes a candidate missed (never for a part in BLIND: it stays blind)")
     args = parser.parse_args()
     sensitive = default_sensitive()
@@ -210,6 +213,8 @@ def main() -> None:
         parts["HOLDOUT16"] = holdout16.documents()
     if args.holdout17:
         parts["HOLDOUT17"] = holdout17.documents()
+    if args.holdout18:
+        parts["HOLDOUT18"] = holdout18.documents()
     print(f"load average {os.getloadavg()}")
     for part, docs in parts.items():
         print(f"\n{part}: {sum(len(d.secrets) for d in docs)} planted values in {len(docs)} documents")

@@ -2,7 +2,7 @@
 
 A real delegation loop's workers return TUNE and HOLDOUT documents (shell sessions, config files, markup, HTTP
 traces, tables, next-line values) as free text under harmless keys, a worker writes some to the daily log
-through the memory API, and more arrive pushed as tool calls and logs (the blind parts HOLDOUT2 to HOLDOUT17
+through the memory API, and more arrive pushed as tool calls and logs (the blind parts HOLDOUT2 to HOLDOUT18
 too); a real DAG runs beside it. Then a viewer crawls every page, fragment, API answer and run socket, and a
 `memory:read` token searches and recalls: no TUNE or HOLDOUT value may be visible in any escaped form, and no
 blind value beyond what the detector misses in the document alone. The figure per part is printed
@@ -44,6 +44,7 @@ from tests.corpus.secrets.holdout14 import generate as holdout14
 from tests.corpus.secrets.holdout15 import generate as holdout15
 from tests.corpus.secrets.holdout16 import generate as holdout16
 from tests.corpus.secrets.holdout17 import generate as holdout17
+from tests.corpus.secrets.holdout18 import generate as holdout18
 from tests.corpus.secrets.tune import generate as tune
 from tests.factories import PASSWORD, make_experiment, make_member, make_token
 from tests.proofkit import login_cookie
@@ -59,7 +60,7 @@ HOLDOUT_DOCS = [d for d in holdout.documents(seed=8086) if d.secrets]
 # design misses on text nobody tuned against (docs/redaction.md).
 BLIND_DOCS = {
     part.upper(): [d for d in module.documents() if d.secrets]
-    for part, module in (("holdout2", holdout2), ("holdout3", holdout3), ("holdout4", holdout4), ("holdout5", holdout5), ("holdout6", holdout6), ("holdout7", holdout7), ("holdout8", holdout8), ("holdout9", holdout9), ("holdout10", holdout10), ("holdout11", holdout11), ("holdout12", holdout12), ("holdout13", holdout13), ("holdout14", holdout14), ("holdout15", holdout15), ("holdout16", holdout16), ("holdout17", holdout17))
+    for part, module in (("holdout2", holdout2), ("holdout3", holdout3), ("holdout4", holdout4), ("holdout5", holdout5), ("holdout6", holdout6), ("holdout7", holdout7), ("holdout8", holdout8), ("holdout9", holdout9), ("holdout10", holdout10), ("holdout11", holdout11), ("holdout12", holdout12), ("holdout13", holdout13), ("holdout14", holdout14), ("holdout15", holdout15), ("holdout16", holdout16), ("holdout17", holdout17), ("holdout18", holdout18))
 }
 
 
